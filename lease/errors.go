@@ -1,0 +1,108 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Every error returned by a Store wraps exactly one of them
+// (and its cause), so callers branch with errors.Is.
+var (
+	// ErrLocked: the key is held by another lease. Errors that wrap it are
+	// *LockedError values, which say how long the holder has left when known.
+	ErrLocked = errors.New("lease: locked")
+	// ErrRoundClaimed: the acquire carried a round that is not newer than the
+	// highest round already recorded for the key.
+	ErrRoundClaimed = errors.New("lease: round already claimed")
+	// ErrNotHeld: Extend or Release named a lease that is not held by that ID.
+	// Errors that wrap it are *NotHeldError values that give the reason.
+	ErrNotHeld = errors.New("lease: not held")
+	// ErrNotFound: Lookup or LookupID found no live lease.
+	ErrNotFound = errors.New("lease: not found")
+	// ErrClockSkew: the acquire carried a time round further ahead of the
+	// server's clock than its maximum skew allows; nothing was recorded.
+	ErrClockSkew = errors.New("lease: round too far ahead of server time")
+	// ErrInvalidArgument: a key, TTL, ID, round or option broke a rule; the
+	// message names the rule. No I/O was done.
+	ErrInvalidArgument = errors.New("lease: invalid argument")
+	// ErrUnavailable: the backend could not be reached or refused to serve
+	// (connection refused or reset, EOF, BUSY, LOADING, READONLY, MASTERDOWN,
+	// CLUSTERDOWN, TRYAGAIN, client closed). Usually transient.
+	ErrUnavailable = errors.New("lease: backend unavailable")
+	// ErrAuth: the backend refused the credentials or the command
+	// (NOAUTH, WRONGPASS, NOPERM).
+	ErrAuth = errors.New("lease: not authorized")
+	// ErrTimeout: the operation's deadline passed or the network timed out.
+	// The operation may still have taken effect on the server.
+	ErrTimeout = errors.New("lease: timeout")
+	// ErrAborted: the caller's context was canceled.
+	ErrAborted = errors.New("lease: aborted")
+	// ErrAcquireTimeout: Lock waited as long as it was allowed to and the key
+	// stayed locked.
+	ErrAcquireTimeout = errors.New("lease: acquire timed out")
+	// ErrInternal: anything else: an unexpected reply, a corrupt value, a
+	// fence counter past its maximum.
+	ErrInternal = errors.New("lease: internal error")
+)
+
+// NotHeldReason says why a lease is not held.
+type NotHeldReason int
+
+// The reasons a lease is not held.
+const (
+	ReasonNotFound NotHeldReason = iota + 1 // no lease with that ID exists
+	ReasonExpired                           // the lease existed but its TTL has passed
+	ReasonNotOwner                          // the key is held under another ID
+)
+
+// String returns "not found", "expired" or "not owner".
+func (r NotHeldReason) String() string {
+	switch r {
+	case ReasonNotFound:
+		return "not found"
+	case ReasonExpired:
+		return "expired"
+	case ReasonNotOwner:
+		return "not owner"
+	default:
+		return fmt.Sprintf("reason(%d)", int(r))
+	}
+}
+
+// NotHeldError is the error Extend and Release return when the lease is not
+// held. errors.Is(err, ErrNotHeld) is true for it.
+type NotHeldError struct {
+	Op     string        // "extend" or "release"
+	Reason NotHeldReason // why the lease is not held
+}
+
+func (e *NotHeldError) Error() string {
+	return fmt.Sprintf("lease: %s: not held: %s", e.Op, e.Reason)
+}
+
+// Is reports whether target is ErrNotHeld.
+func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
+
+// LockedError is the error Acquire returns when another lease holds the key.
+// errors.Is(err, ErrLocked) is true for it.
+type LockedError struct {
+	// Remaining is how long the current holder's lease has left, as the
+	// server saw it; zero when unknown.
+	Remaining time.Duration
+}
+
+func (e *LockedError) Error() string {
+	if e.Remaining > 0 {
+		return fmt.Sprintf("lease: acquire: locked (holder has %s left)", e.Remaining)
+	}
+	return "lease: acquire: locked"
+}
+
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// invalid returns an ErrInvalidArgument error naming the broken rule.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,120 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/cronguard/cronguard/fencing"
+)
+
+// Store keeps leases. Implementations are safe for concurrent use; every
+// method validates its arguments before doing any I/O.
+//
+// lease/redis is the production Store; lease/memory keeps leases in process
+// with the same semantics.
+type Store interface {
+	// Acquire makes a single attempt to take the lease on key for ttl.
+	// It returns a *LockedError (ErrLocked) when another lease holds key,
+	// ErrRoundClaimed when WithRound names a round that is not newer than the
+	// last one recorded for key, and ErrClockSkew when a time round is too
+	// far ahead of the server's clock.
+	Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lease, error)
+
+	// Extend sets the expiry of the lease with this ID to server-now + ttl
+	// (it replaces the expiry; it never adds to it) and returns the new
+	// expiry in server time. It returns a *NotHeldError (ErrNotHeld) when
+	// the lease is gone, expired or held by another ID.
+	Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error)
+
+	// Release deletes the lease if and only if this ID holds it. It returns
+	// a *NotHeldError (ErrNotHeld) otherwise.
+	Release(ctx context.Context, id string) error
+
+	// IsLocked reports whether a live lease holds key.
+	IsLocked(ctx context.Context, key string) (bool, error)
+
+	// Lookup returns what is known of the live lease on key, or ErrNotFound.
+	Lookup(ctx context.Context, key string) (Info, error)
+
+	// LookupID returns what is known of the live lease with this ID, or
+	// ErrNotFound.
+	LookupID(ctx context.Context, id string) (Info, error)
+}
+
+// Lease is a held lease, as returned by Store.Acquire. Its fields are a
+// record of the acquire; they are not updated by Extend.
+type Lease struct {
+	// Key is the user's key after NFC normalization.
+	Key string
+	// ID proves ownership: Extend and Release need it. It is a secret of
+	// sorts: log LogID instead.
+	ID string
+	// Fence is this acquire's fencing token, strictly greater than every
+	// token issued before for Key.
+	Fence fencing.Token
+	// Owner is the free-text holder label stored with the lease, if any.
+	Owner string
+	// TTL is the time to live the lease was acquired with.
+	TTL time.Duration
+	// AcquiredAt and ExpiresAt are server times, for display only: never
+	// compare them with the local clock.
+	AcquiredAt, ExpiresAt time.Time
+	// Deadline is the local time, on the Store's clock, up to which the
+	// lease can be trusted: the moment the acquire request was sent, plus
+	// TTL, minus Drift(TTL). It carries a monotonic reading when the clock
+	// provides one.
+	Deadline time.Time
+
+	store Store
+}
+
+// Attach returns l bound to s, so that l.Extend and l.Release go to s.
+// Store implementations call it on the leases they hand out.
+func Attach(s Store, l *Lease) *Lease {
+	l.store = s
+	return l
+}
+
+// Extend extends the lease through the Store it came from. See Store.Extend.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
+	if l.store == nil {
+		return time.Time{}, invalid("lease: extend: lease is not attached to a store")
+	}
+	return l.store.Extend(ctx, l.ID, ttl)
+}
+
+// Release releases the lease through the Store it came from. See
+// Store.Release.
+func (l *Lease) Release(ctx context.Context) error {
+	if l.store == nil {
+		return invalid("lease: release: lease is not attached to a store")
+	}
+	return l.store.Release(ctx, l.ID)
+}
+
+// LogID returns a short, non-secret form of the lease ID for logs.
+func (l *Lease) LogID() string { return ShortID(l.ID) }
+
+// Info is what Lookup and LookupID return: enough to inspect a lease
+// without revealing its key or ID.
+type Info struct {
+	KeyHash    string        // base64url(SHA-256(storage key)[:16])
+	IDHash     string        // base64url(SHA-256(ID)[:16])
+	Fence      fencing.Token // the holder's fencing token
+	Owner      string        // the holder's label, if any
+	AcquiredAt time.Time     // server time
+	ExpiresAt  time.Time     // server time
+}
+
+// Drift is the allowance subtracted from a TTL when computing a local
+// deadline, to cover clock-rate differences between client and server:
+// ttl/100 + 2ms.
+func Drift(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond
+}
+
+// LocalDeadline returns the local time up to which a lease whose expiry was
+// set by a request sent at sent can be trusted: sent + ttl - Drift(ttl).
+func LocalDeadline(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - Drift(ttl))
+}

@@ -1,0 +1,76 @@
+package lease
+
+import "time"
+
+// AcquireOptions is the resolved form of a list of AcquireOption values.
+// Store implementations read it through ResolveAcquireOptions.
+type AcquireOptions struct {
+	// Round, when positive, makes the acquire succeed only if it is greater
+	// than every round recorded for the key, and records it.
+	Round int64
+	// MaxSkew, when positive, says Round is a time in Unix milliseconds and
+	// must not lie further ahead of the server's clock than MaxSkew.
+	MaxSkew time.Duration
+	// Owner is the holder label stored with the lease; it overrides the
+	// Store's default owner when non-empty.
+	Owner string
+
+	roundSet bool
+}
+
+// AcquireOption configures one Acquire call.
+type AcquireOption func(*AcquireOptions)
+
+// WithRound makes the acquire once-per-round: it succeeds only if round is
+// greater than the highest round ever recorded for the key, and records
+// round in the same atomic step. A lower or equal round fails with
+// ErrRoundClaimed. round must be positive. Round records are never deleted.
+func WithRound(round int64) AcquireOption {
+	return func(o *AcquireOptions) { o.Round, o.roundSet = round, true }
+}
+
+// WithRoundTime is WithRound(t.UnixMilli()) for rounds that are times (a
+// scheduled occurrence), with a bound: a round more than maxSkew ahead of the
+// server's clock is refused with ErrClockSkew and nothing is recorded, so a
+// replica whose clock runs fast cannot claim future rounds.
+func WithRoundTime(t time.Time, maxSkew time.Duration) AcquireOption {
+	return func(o *AcquireOptions) {
+		o.Round, o.roundSet = t.UnixMilli(), true
+		o.MaxSkew = maxSkew
+	}
+}
+
+// WithOwner stores a free-text holder label with the lease (for example
+// "host/pid/job"), shown by Lookup. It is not a proof of ownership.
+func WithOwner(owner string) AcquireOption {
+	return func(o *AcquireOptions) { o.Owner = owner }
+}
+
+// MaxOwnerLen is the longest owner label accepted, in bytes.
+const MaxOwnerLen = 256
+
+// ResolveAcquireOptions applies opts in order and validates the result.
+func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
+	var o AcquireOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.roundSet && o.Round <= 0 {
+		return o, invalid("round must be positive, got %d", o.Round)
+	}
+	if o.MaxSkew < 0 {
+		return o, invalid("max skew must not be negative, got %s", o.MaxSkew)
+	}
+	if o.MaxSkew > 0 && o.Round == 0 {
+		return o, invalid("max skew needs a round")
+	}
+	if o.MaxSkew > 0 && o.MaxSkew < time.Millisecond {
+		return o, invalid("max skew must be at least 1ms, got %s", o.MaxSkew)
+	}
+	if len(o.Owner) > MaxOwnerLen {
+		return o, invalid("owner must be at most %d bytes, got %d", MaxOwnerLen, len(o.Owner))
+	}
+	return o, nil
+}

@@ -1,0 +1,171 @@
+// Package testutil starts the real services cronguard's tests need (a
+// redis-server, a PostgreSQL server) on free loopback ports, and injects
+// faults between a client and a server. It is imported only by tests and
+// examples.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// installRedisHint is printed when redis-server cannot be found.
+const installRedisHint = "redis-server not found in PATH: install it (Debian/Ubuntu: sudo apt-get install -y redis-server; macOS: brew install redis) or run ./scripts/test, which installs it"
+
+// Redis is a redis-server process started for a test.
+type Redis struct {
+	// Addr is host:port on loopback.
+	Addr string
+	// Dir is the server's working directory (AOF and RDB files live here).
+	Dir string
+
+	t    testing.TB
+	args []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// StartRedis starts a redis-server on a free loopback port in a temporary
+// directory and stops it when the test ends. Extra args are passed to
+// redis-server as configuration (for example "--appendonly", "yes"). The
+// test fails at once, saying how to install it, if redis-server is missing.
+func StartRedis(t testing.TB, args ...string) *Redis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal(installRedisHint)
+	}
+	r := &Redis{t: t, Dir: t.TempDir(), args: args}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatalf("testutil: free port: %v", err)
+	}
+	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func (r *Redis) start() error {
+	_, port, _ := net.SplitHostPort(r.Addr)
+	args := append([]string{
+		"--port", port,
+		"--bind", "127.0.0.1",
+		"--dir", r.Dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--protected-mode", "no",
+		"--logfile", filepath.Join(r.Dir, "redis.log"),
+	}, r.args...)
+	cmd := exec.Command("redis-server", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testutil: start redis-server: %w", err)
+	}
+	r.mu.Lock()
+	r.cmd = cmd
+	r.mu.Unlock()
+	if err := waitRedis(r.Addr, 10*time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		log, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
+		return fmt.Errorf("testutil: redis-server on %s did not answer: %w\n%s", r.Addr, err, tail(string(log), 2000))
+	}
+	return nil
+}
+
+// Stop kills the server and waits for it. It is safe to call twice.
+func (r *Redis) Stop() {
+	r.mu.Lock()
+	cmd := r.cmd
+	r.cmd = nil
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die of SIGKILL... it can, but be tidy
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
+
+// Client returns a rueidis client connected to the server, with client-side
+// caching disabled, closed when the test ends.
+func (r *Redis) Client(t testing.TB) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  []string{r.Addr},
+		DisableCache: true,
+	})
+	if err != nil {
+		t.Fatalf("testutil: redis client: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitRedis polls addr with PING until it answers PONG or timeout passes.
+func waitRedis(addr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for ctx.Err() == nil {
+		last = ping(addr)
+		if last == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return last
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
+		return fmt.Errorf("unexpected reply %q", buf[:n])
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
