@@ -118,3 +118,15 @@ func Drift(ttl time.Duration) time.Duration {
 func LocalDeadline(sent time.Time, ttl time.Duration) time.Time {
 	return sent.Add(ttl - Drift(ttl))
 }
+
+// ExpiryTolerance is how long past its ExpiresAt a lease still counts as
+// live, on the server's clock: a lease is live while
+// ExpiresAt > now - ExpiryTolerance. It absorbs small clock steps on the
+// server and errs on the side of exclusion; every Store uses this one value.
+const ExpiryTolerance = 1000 * time.Millisecond
+
+// ExpiredRetention is how long a Store keeps the record of a lease after it
+// stopped being live, so that Extend and Release can say ReasonExpired
+// rather than ReasonNotFound. Records of expired leases are never live and
+// never block an acquire.
+const ExpiredRetention = 10 * time.Second
