@@ -1,0 +1,68 @@
+package heartbeat
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cronguard/cronguard/fencing"
+)
+
+// EventKind says what happened to a heartbeat.
+type EventKind int
+
+// The kinds of Event, in the order a heartbeat can produce them.
+const (
+	// EventExtended: an Extend was confirmed; Deadline moved forward.
+	EventExtended EventKind = iota + 1
+	// EventRetrying: an Extend failed with a transient error (Err); another
+	// attempt follows after a backoff, unless the cut-off comes first.
+	EventRetrying
+	// EventLost: the heartbeat gave up the lease; Err is the cause the
+	// context was cancelled with (ErrLeaseLost or ErrLeaseUnconfirmed).
+	EventLost
+	// EventStopped: renewals ended (Stop, parent cancellation or loss). It is
+	// always the last event; Err is the loss cause or nil.
+	EventStopped
+)
+
+// String returns "extended", "retrying", "lost" or "stopped".
+func (k EventKind) String() string {
+	switch k {
+	case EventExtended:
+		return "extended"
+	case EventRetrying:
+		return "retrying"
+	case EventLost:
+		return "lost"
+	case EventStopped:
+		return "stopped"
+	default:
+		return fmt.Sprintf("EventKind(%d)", int(k))
+	}
+}
+
+// Event is what the observer set with WithObserver receives.
+type Event struct {
+	// Kind says what happened.
+	Kind EventKind
+	// Key is the lease's (normalized) key.
+	Key string
+	// LeaseID is the short, loggable form of the lease ID (lease.ShortID),
+	// never the full ID.
+	LeaseID string
+	// Fence is the lease's fencing token.
+	Fence fencing.Token
+	// ExpiresAt is the server's expiry from the last confirmed Extend (or
+	// the acquire), for display only: never compare it with a local clock.
+	ExpiresAt time.Time
+	// Deadline is the local deadline (on the heartbeat's clock) up to which
+	// the lease is trusted after this event.
+	Deadline time.Time
+	// Attempt counts Extend attempts since the last confirmed one: for
+	// EventRetrying the number of the attempt that failed, for EventExtended
+	// the number of attempts it took (1 when the first one succeeded).
+	Attempt int
+	// Err is the store error (EventRetrying), the loss cause (EventLost,
+	// EventStopped) or nil.
+	Err error
+}

@@ -1,0 +1,178 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// extendResult is what one Extend call reports back to run.
+type extendResult struct {
+	sent      time.Time // clock time just before the call
+	expiresAt time.Time
+	err       error
+}
+
+// boundedContext is the context of one Extend call: cancelled by run at the
+// cut-off (through the heartbeat context), and reporting the cut-off as its
+// deadline so that a store can bound its I/O.
+type boundedContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c boundedContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// run is the heartbeat's goroutine. It is the only writer of h.cause and
+// the only caller of Store.Extend; at most one Extend is in flight, on a
+// goroutine of its own that run waits for before returning.
+func (h *heartbeat) run() {
+	defer close(h.donec)
+	var (
+		clock     = h.cfg.clock
+		ttl       = h.lease.TTL
+		deadline  = h.lease.Deadline
+		expiresAt = h.lease.ExpiresAt
+		attempt   int   // failed attempts since the last confirmed Extend
+		lastErr   error // the last store error since then
+		results   = make(chan extendResult, 1)
+		inflight  bool
+		cause     error
+	)
+	retry := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(max(h.cfg.interval/16, time.Millisecond)),
+		backoff.WithMaxInterval(max(h.cfg.interval/2, time.Millisecond)),
+		backoff.WithMaxElapsedTime(0), // the cut-off timer ends retries
+		backoff.WithClockProvider(clock),
+	)
+
+	cutoffAt := func() time.Time { return deadline.Add(-h.cfg.margin) }
+	cutoff := clock.NewTimer(cutoffAt().Sub(clock.Now()))
+	defer cutoff.Stop()
+	// The first renewal is due one interval after the acquire was sent,
+	// which the lease's deadline tells: Deadline = sent + ttl - drift.
+	first := deadline.Add(-(ttl - lease.Drift(ttl))).Add(h.cfg.interval)
+	renew := clock.NewTimer(max(first.Sub(clock.Now()), 0))
+	defer renew.Stop()
+
+loop:
+	for {
+		select {
+		case <-h.stopc:
+			break loop
+		case <-h.parent.Done():
+			break loop
+		case <-cutoff.Chan():
+			switch {
+			case lastErr != nil:
+				cause = fmt.Errorf("%w: no renewal confirmed before %s (local deadline - stop margin): %w",
+					ErrLeaseUnconfirmed, cutoffAt().Format(time.RFC3339Nano), lastErr)
+			case inflight:
+				cause = fmt.Errorf("%w: no renewal confirmed before %s (local deadline - stop margin): extend still in flight",
+					ErrLeaseUnconfirmed, cutoffAt().Format(time.RFC3339Nano))
+			default:
+				cause = fmt.Errorf("%w: local deadline - stop margin (%s) passed before a renewal was due",
+					ErrLeaseUnconfirmed, cutoffAt().Format(time.RFC3339Nano))
+			}
+			break loop
+		case <-renew.Chan():
+			inflight = true
+			sent := clock.Now()
+			ctx := boundedContext{Context: h.ctx, deadline: cutoffAt()}
+			go func() {
+				exp, err := h.store.Extend(ctx, h.lease.ID, ttl)
+				results <- extendResult{sent: sent, expiresAt: exp, err: err}
+			}()
+		case r := <-results:
+			inflight = false
+			switch {
+			case r.err == nil:
+				deadline = lease.LocalDeadline(r.sent, ttl)
+				expiresAt = r.expiresAt
+				if !cutoff.Stop() {
+					select { // drop a cut-off that fired while this result was on its way
+					case <-cutoff.Chan():
+					default:
+					}
+				}
+				cutoff.Reset(cutoffAt().Sub(clock.Now()))
+				renew.Reset(max(r.sent.Add(h.cfg.interval).Sub(clock.Now()), 0))
+				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1})
+				attempt, lastErr = 0, nil
+				retry.Reset()
+			case errors.Is(r.err, lease.ErrNotHeld):
+				cause = fmt.Errorf("%w: %w", ErrLeaseLost, r.err)
+				break loop
+			default:
+				attempt++
+				lastErr = r.err
+				// Back off, but keep attempts coming before the cut-off.
+				wait := min(retry.NextBackOff(), max(cutoffAt().Sub(clock.Now())/2, time.Millisecond))
+				renew.Reset(wait)
+				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: r.err},
+					slog.Duration("retry_in", wait))
+			}
+		}
+	}
+
+	if cause != nil {
+		h.cancel(cause)
+		// Stop or the parent may have cancelled first; report a loss only
+		// if it is what the context says.
+		if context.Cause(h.ctx) == cause {
+			h.cause = cause
+			h.emit(Event{Kind: EventLost, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: cause})
+		}
+	}
+	if inflight {
+		// The heartbeat context is done by now (loss, Stop or parent), and
+		// so is the Extend's context.
+		<-results
+	}
+	h.emit(Event{Kind: EventStopped, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: h.cause})
+}
+
+// emit passes e to the observer and logs it.
+func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
+	e.Key = h.lease.Key
+	e.LeaseID = lease.ShortID(h.lease.ID)
+	e.Fence = h.lease.Fence
+	if h.cfg.observer != nil {
+		h.cfg.observer(e)
+	}
+	attrs := []slog.Attr{
+		slog.String("lease", e.LeaseID),
+		slog.Any("fence", e.Fence),
+	}
+	var (
+		level slog.Level
+		msg   string
+	)
+	switch e.Kind {
+	case EventExtended:
+		level, msg = slog.LevelDebug, "heartbeat: lease extended"
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	case EventRetrying:
+		level, msg = slog.LevelWarn, "heartbeat: extend failed, retrying"
+		attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.Any("error", e.Err))
+	case EventLost:
+		level, msg = slog.LevelError, "heartbeat: lease lost"
+		attrs = append(attrs, slog.Any("cause", e.Err))
+	case EventStopped:
+		level, msg = slog.LevelDebug, "heartbeat: stopped"
+		if e.Err != nil {
+			attrs = append(attrs, slog.Any("cause", e.Err))
+		}
+	}
+	if level < slog.LevelInfo {
+		attrs = append(attrs, slog.String("key", e.Key))
+	}
+	attrs = append(attrs, extra...)
+	h.cfg.logger.LogAttrs(context.WithoutCancel(h.parent), level, msg, attrs...)
+}
