@@ -1,0 +1,60 @@
+-- acquire: take the lease on one key, once, atomically.
+--
+-- KEYS[1] lease data key   <prefix>:{G}
+-- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
+-- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
+-- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
+-- ARGV[1] lease ID (22 characters)
+-- ARGV[2] ttl in ms
+-- ARGV[3] keep in ms: PX for data and index (ttl + tolerance + retention)
+-- ARGV[4] record tail built by the client: "key":...,"owner":...}
+-- ARGV[5] round, 0 for none
+-- ARGV[6] max skew in ms, 0 for none
+--
+-- Returns
+--   {1, fence, expiresAtMs, acquiredAtMs}  acquired
+--   {0, remainingMs}                       a live lease holds the key
+--   {-3}                                   round not newer than the recorded one
+--   {-4}                                   round more than max skew ahead of server time
+--   {-9}                                   the data key holds an unreadable record
+--
+-- The record is {"lockId":"<id>","expiresAtMs":<%13d>,"acquiredAtMs":<%13d>,
+-- "fence":"<%015d>",<tail>: the ID at bytes 12-33 and the expiry at bytes
+-- 50-62 (space-padded, still JSON), so other scripts read both with
+-- string.sub, no JSON decoding. Liveness: expiresAtMs > now - 1000 (tolerance).
+local TOLERANCE_MS = 1000
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local exp = tonumber(string.sub(cur, 50, 62))
+  if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
+    return {-9}
+  end
+  if exp > now - TOLERANCE_MS then
+    local rem = exp - now
+    if rem < 1 then rem = 1 end
+    return {0, rem}
+  end
+end
+
+local round = tonumber(ARGV[5])
+if round > 0 then
+  local last = redis.call('GET', KEYS[4])
+  if last then
+    local n = tonumber(last)
+    if not n then return {-9} end
+    if n >= round then return {-3} end
+  end
+  local skew = tonumber(ARGV[6])
+  if skew > 0 and round > now + skew then return {-4} end
+end
+
+local fence = redis.call('INCR', KEYS[3])
+local exp = now + tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d",%s',
+  ARGV[1], exp, now, fence, ARGV[4]), 'PX', ARGV[3])
+redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[3])
+if round > 0 then redis.call('SET', KEYS[4], ARGV[5]) end
+return {1, fence, exp, now}

@@ -1,0 +1,22 @@
+-- lookup: read the live lease on one key.
+--
+-- KEYS[1] lease data key   <prefix>:{G}
+-- (no ARGV)
+--
+-- Returns
+--   the record (string)  a live lease holds the key; the client parses it
+--   0                    no lease, or its lease is no longer live
+--   -9                   unreadable record
+--
+-- Read-only. Record layout: see acquire.lua.
+local TOLERANCE_MS = 1000
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local exp = tonumber(string.sub(v, 50, 62))
+if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not exp then
+  return -9
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+if exp <= now - TOLERANCE_MS then return 0 end
+return v

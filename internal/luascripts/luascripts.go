@@ -1,0 +1,63 @@
+// Package luascripts holds the Lua scripts of the Redis lease store, one
+// file per operation, embedded into the binary.
+//
+// Each script's header comment gives its KEYS, ARGV and return codes. The
+// scripts return only integers, strings and arrays (cjson and RESP disagree
+// on everything else). They read time only from the server (TIME), never
+// delete or expire fence or round keys, and verify the lease ID against the
+// stored record before they change or return anything found through an ID.
+//
+// The scripts share a record layout with the Go code in lease/redis: the ID
+// at bytes 12-33 and the space-padded expiry in Unix ms at bytes 50-62, so
+// that no hot path needs cjson. Change both together.
+package luascripts
+
+import _ "embed"
+
+// Acquire takes a lease, checking liveness, round and clock skew; see acquire.lua.
+//
+//go:embed acquire.lua
+var Acquire string
+
+// Extend moves a lease's expiry to server-now + ttl; see extend.lua.
+//
+//go:embed extend.lua
+var Extend string
+
+// Release deletes a lease held by an ID; see release.lua.
+//
+//go:embed release.lua
+var Release string
+
+// Lookup reads the live lease on a key; see lookup.lua.
+//
+//go:embed lookup.lua
+var Lookup string
+
+// LookupID reads the live lease with an ID; see lookup_id.lua.
+//
+//go:embed lookup_id.lua
+var LookupID string
+
+// IsLocked reports whether a key is held, optionally deleting an expired
+// record; see islocked.lua.
+//
+//go:embed islocked.lua
+var IsLocked string
+
+// ToleranceMs is the liveness tolerance, in milliseconds, written into every
+// script as TOLERANCE_MS: a lease is live while expiresAtMs > now -
+// ToleranceMs. It equals lease.ExpiryTolerance (a test checks both).
+const ToleranceMs = 1000
+
+// All returns every script by file name, for tests and tooling.
+func All() map[string]string {
+	return map[string]string{
+		"acquire.lua":   Acquire,
+		"extend.lua":    Extend,
+		"release.lua":   Release,
+		"lookup.lua":    Lookup,
+		"lookup_id.lua": LookupID,
+		"islocked.lua":  IsLocked,
+	}
+}

@@ -1,0 +1,45 @@
+package luascripts
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestAll_Scripts_HaveHeaderAndTolerance(t *testing.T) {
+	want := fmt.Sprintf("local TOLERANCE_MS = %d\n", ToleranceMs)
+	for name, src := range All() {
+		t.Run(name, func(t *testing.T) {
+			require.NotEmpty(t, src)
+			assert.True(t, strings.HasPrefix(src, "-- "), "script must open with a header comment")
+			assert.Contains(t, src, "KEYS[1]")
+			assert.Contains(t, src, "Returns")
+			assert.Contains(t, src, want, "every script must use the one tolerance")
+			assert.NotContains(t, src, "cjson.decode", "hot paths must not decode JSON in Lua")
+			assert.NotContains(t, src, "'EXPIRE'", "scripts must not expire keys outside their records")
+		})
+	}
+}
+
+func TestToleranceMs_MatchesLease(t *testing.T) {
+	assert.Equal(t, lease.ExpiryTolerance, time.Duration(ToleranceMs)*time.Millisecond)
+}
+
+func TestAll_Scripts_NeverTouchFenceOrRoundExceptAcquire(t *testing.T) {
+	for name, src := range All() {
+		if name == "acquire.lua" {
+			continue
+		}
+		assert.NotContains(t, src, "KEYS[3]", name)
+		assert.NotContains(t, src, "KEYS[4]", name)
+	}
+}
