@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Defaults.
+const (
+	// DefaultTTL is a job lease's time to live unless WithTTL says otherwise.
+	// The heartbeat renews it every DefaultTTL/3 while the job runs.
+	DefaultTTL = 30 * time.Second
+	// MinTTL is the shortest TTL WithTTL accepts.
+	MinTTL = 10 * time.Millisecond
+	// DefaultKeyPrefix is prepended to a job's name to form its lease key.
+	DefaultKeyPrefix = "job:"
+	// MaxKeyPrefixLen is the longest key prefix accepted, in bytes.
+	MaxKeyPrefixLen = 256
+	// MaxInstanceIDLen is the longest instance ID accepted, in bytes.
+	MaxInstanceIDLen = 128
+	// MaxCleanup bounds the context of a Release after a run (and of each
+	// acquire): min(ttl, MaxCleanup).
+	MaxCleanup = 5 * time.Second
+)
+
+// Option configures a Scheduler; see New.
+type Option func(*config) error
+
+type config struct {
+	logger     *slog.Logger
+	location   *time.Location
+	keyPrefix  string
+	instanceID string
+	observer   func(Event)
+	clock      clockwork.Clock
+}
+
+func defaultConfig() config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return config{
+		logger:     slog.Default(),
+		location:   time.UTC,
+		keyPrefix:  DefaultKeyPrefix,
+		instanceID: host + "/" + strconv.Itoa(os.Getpid()),
+		clock:      clockwork.NewRealClock(),
+	}
+}
+
+func invalidOption(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+// WithLogger sets the logger. Default: slog.Default(), so that errors (a
+// broken clock, a panicking job, an unreachable store) are visible. Skips
+// are logged at debug level, runs at info, failures at error. Lease IDs
+// appear only in short form. It must not be nil; use a logger with a
+// discarding handler to silence the scheduler.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalidOption("WithLogger: logger must not be nil")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithLocation sets the time zone in which cron expressions are read.
+// Default: UTC. Every replica must use the same location (or zone-prefixed
+// expressions), or they will not agree on occurrences. It must not be nil.
+func WithLocation(loc *time.Location) Option {
+	return func(c *config) error {
+		if loc == nil {
+			return invalidOption("WithLocation: location must not be nil")
+		}
+		c.location = loc
+		return nil
+	}
+}
+
+// WithKeyPrefix sets the prefix that turns a job name into its lease key.
+// Default: DefaultKeyPrefix ("job:"). It may be empty; it must be valid
+// UTF-8 and at most MaxKeyPrefixLen bytes. Replicas that should exclude each
+// other must use the same prefix.
+func WithKeyPrefix(prefix string) Option {
+	return func(c *config) error {
+		if !utf8.ValidString(prefix) {
+			return invalidOption("WithKeyPrefix: prefix must be valid UTF-8")
+		}
+		if len(prefix) > MaxKeyPrefixLen {
+			return invalidOption("WithKeyPrefix: prefix must be at most %d bytes, got %d", MaxKeyPrefixLen, len(prefix))
+		}
+		c.keyPrefix = prefix
+		return nil
+	}
+}
+
+// WithInstanceID names this replica in logs, events and (unless WithOwner
+// says otherwise) the lease owner label "<instance>/<job>". Default:
+// "<hostname>/<pid>". It must be non-empty, valid UTF-8, and at most
+// MaxInstanceIDLen bytes.
+func WithInstanceID(id string) Option {
+	return func(c *config) error {
+		switch {
+		case id == "":
+			return invalidOption("WithInstanceID: id must not be empty")
+		case !utf8.ValidString(id):
+			return invalidOption("WithInstanceID: id must be valid UTF-8")
+		case len(id) > MaxInstanceIDLen:
+			return invalidOption("WithInstanceID: id must be at most %d bytes, got %d", MaxInstanceIDLen, len(id))
+		}
+		c.instanceID = id
+		return nil
+	}
+}
+
+// WithObserver sets a function called with every Event (run started,
+// skipped and why, succeeded, failed, panicked, lease lost, released,
+// acquire failed). It is called synchronously from the scheduler's
+// goroutines, possibly concurrently: it must be safe for concurrent use,
+// fast, and must not block. Default: none. It must not be nil.
+func WithObserver(fn func(Event)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return invalidOption("WithObserver: observer must not be nil")
+		}
+		c.observer = fn
+		return nil
+	}
+}
+
+// WithClock sets the clock that drives the schedules, heartbeats and job
+// timeouts. Default: the real clock. Tests pass a fake clock. It must not be
+// nil.
+func WithClock(clock clockwork.Clock) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return invalidOption("WithClock: clock must not be nil")
+		}
+		c.clock = clock
+		return nil
+	}
+}
+
+// JobOption configures one job; see Register.
+type JobOption func(*jobConfig) error
+
+type jobConfig struct {
+	ttl     time.Duration
+	timeout time.Duration
+	owner   string
+}
+
+// WithTTL sets the job lease's time to live. Default: DefaultTTL (30s).
+// It must be a whole number of milliseconds between MinTTL and
+// lease.MaxTTL. The lease is renewed every ttl/3 while the job runs; a job
+// that outlives its replica (a crash, a job that ignores its context at
+// shutdown) blocks its next occurrences for up to ttl.
+func WithTTL(ttl time.Duration) JobOption {
+	return func(c *jobConfig) error {
+		if err := lease.ValidateTTL(ttl); err != nil {
+			return fmt.Errorf("%w: WithTTL: %w", ErrInvalidArgument, err)
+		}
+		if ttl < MinTTL {
+			return invalidOption("WithTTL: ttl must be at least %s, got %s", MinTTL, ttl)
+		}
+		c.ttl = ttl
+		return nil
+	}
+}
+
+// WithTimeout bounds each run: after d (on the scheduler's clock) the run's
+// context is cancelled with cause ErrTimeout. Default: no timeout. It must
+// be positive. The context carries no Deadline; read the cause.
+func WithTimeout(d time.Duration) JobOption {
+	return func(c *jobConfig) error {
+		if d <= 0 {
+			return invalidOption("WithTimeout: timeout must be positive, got %s", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithOwner sets the holder label stored with the job's lease (shown by
+// lease Lookup; not a proof of ownership). Default: "<instance ID>/<job
+// name>". It must be at most lease.MaxOwnerLen bytes of valid UTF-8.
+func WithOwner(label string) JobOption {
+	return func(c *jobConfig) error {
+		if !utf8.ValidString(label) {
+			return invalidOption("WithOwner: label must be valid UTF-8")
+		}
+		if label == "" || len(label) > lease.MaxOwnerLen {
+			return invalidOption("WithOwner: label must be 1 to %d bytes, got %d", lease.MaxOwnerLen, len(label))
+		}
+		c.owner = label
+		return nil
+	}
+}

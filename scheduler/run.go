@@ -1,0 +1,200 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Run describes the run a job function was called for; RunFromContext
+// returns it from the function's context.
+type Run struct {
+	Job        string        // the job's name
+	Occurrence time.Time     // the scheduled time, in the scheduler's location
+	Fence      fencing.Token // the run's fencing token (also in fencing.FromContext)
+	LeaseID    string        // the lease ID; a secret of sorts: log lease.ShortID(LeaseID)
+	Owner      string        // the holder label stored with the lease
+}
+
+type runKey struct{}
+
+// RunFromContext returns the Run carried by a job's context, and whether
+// there was one.
+func RunFromContext(ctx context.Context) (Run, bool) {
+	r, ok := ctx.Value(runKey{}).(Run)
+	return r, ok
+}
+
+// run is a won occurrence while its job executes.
+type run struct {
+	job   *job
+	info  Run
+	lease *lease.Lease
+	done  chan struct{} // closed after the job returned and the lease was released
+}
+
+// fire is the gocron task of job j: map the firing to its occurrence, try
+// the lease for it, and on a win hand the run to its own goroutine.
+func (s *Scheduler) fire(j *job) {
+	occ, maxSkew := j.plan.occurrence(s.cfg.clock.Now())
+	occ = occ.In(s.cfg.location)
+	ev := Event{Job: j.name, Occurrence: occ}
+	log := s.log.With(slog.String("job", j.name), slog.Time("occurrence", occ))
+	if s.base.Err() != nil {
+		s.skip(log, ev, SkipShutdown, nil)
+		return
+	}
+	// The acquire is not cancelled by Shutdown (an abandoned acquire may
+	// have taken the lease); it is bounded instead, and a lease won during
+	// shutdown is released at once.
+	actx, cancel := context.WithTimeout(context.Background(), min(j.ttl, MaxCleanup))
+	l, err := s.store.Acquire(actx, j.key, j.ttl, lease.WithRoundTime(occ, maxSkew), lease.WithOwner(j.owner))
+	cancel()
+	switch {
+	case err == nil:
+	case errors.Is(err, lease.ErrLocked):
+		s.skip(log, ev, SkipLocked, err)
+		return
+	case errors.Is(err, lease.ErrRoundClaimed):
+		s.skip(log, ev, SkipClaimed, err)
+		return
+	case errors.Is(err, lease.ErrClockSkew):
+		s.skip(log, ev, SkipClockSkew, err)
+		return
+	default:
+		log.Error("job lease acquire failed; occurrence not run here", slog.Any("error", err))
+		ev.Kind, ev.Err = EventAcquireFailed, err
+		s.emit(ev)
+		return
+	}
+
+	r := &run{
+		job:   j,
+		lease: l,
+		done:  make(chan struct{}),
+		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner},
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.release(log, r)
+		s.skip(log, ev, SkipShutdown, nil)
+		return
+	}
+	s.runs[r] = struct{}{}
+	s.mu.Unlock()
+	go s.execute(r, log)
+}
+
+// skip reports an occurrence this replica does not run. A fast clock is an
+// error; losing the race is routine.
+func (s *Scheduler) skip(log *slog.Logger, ev Event, reason SkipReason, err error) {
+	ev.Kind, ev.Reason, ev.Err = EventSkipped, reason, err
+	if reason == SkipClockSkew {
+		log.Error("occurrence refused: this replica's clock runs ahead of the store's; fix its time sync", slog.Any("error", err))
+	} else {
+		log.Debug("occurrence skipped", slog.String("reason", reason.String()))
+	}
+	s.emit(ev)
+}
+
+// execute runs a won occurrence: heartbeat, call, stop heartbeat, release.
+func (s *Scheduler) execute(r *run, log *slog.Logger) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.runs, r)
+		s.mu.Unlock()
+		close(r.done)
+	}()
+	j, l := r.job, r.lease
+	log = log.With(slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String()))
+	ev := Event{Job: j.name, Occurrence: r.info.Occurrence, Fence: l.Fence, LeaseID: l.LogID()}
+
+	hbCtx, stop, err := heartbeat.Start(s.base, s.store, l,
+		heartbeat.WithClock(s.cfg.clock), heartbeat.WithLogger(log))
+	if err != nil { // a bug: the TTL was validated
+		log.Error("heartbeat did not start; job not run", slog.Any("error", err))
+		ev.Kind, ev.Err = EventFailed, err
+		s.emit(ev)
+		s.release(log, r)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(hbCtx)
+	defer cancel(nil)
+	if j.timeout > 0 {
+		t := s.cfg.clock.AfterFunc(j.timeout, func() {
+			cancel(fmt.Errorf("%w after %s", ErrTimeout, j.timeout))
+		})
+		defer t.Stop()
+	}
+	ctx = fencing.NewContext(ctx, l.Fence)
+	ctx = context.WithValue(ctx, runKey{}, r.info)
+
+	ev.Kind = EventStarted
+	s.emit(ev)
+	log.Info("job started")
+	began := s.cfg.clock.Now()
+	err, stack := call(ctx, j.fn)
+	ev.Duration = s.cfg.clock.Since(began)
+	cancel(nil)
+	lost := stop()
+
+	switch {
+	case stack != nil:
+		log.Error("job panicked", slog.Any("error", err), slog.Duration("took", ev.Duration), slog.String("stack", string(stack)))
+		ev.Kind, ev.Err = EventPanicked, err
+	case err != nil:
+		log.Error("job failed", slog.Any("error", err), slog.Duration("took", ev.Duration))
+		ev.Kind, ev.Err = EventFailed, err
+	default:
+		log.Info("job succeeded", slog.Duration("took", ev.Duration))
+		ev.Kind, ev.Err = EventSucceeded, nil
+	}
+	s.emit(ev)
+	if lost != nil {
+		log.Warn("job lease was lost while it ran", slog.Any("cause", lost))
+		ev.Kind, ev.Err, ev.Duration = EventLeaseLost, lost, 0
+		s.emit(ev)
+	}
+	if s.release(log, r) {
+		ev.Kind, ev.Err, ev.Duration = EventReleased, nil, 0
+		s.emit(ev)
+	}
+}
+
+// call calls fn, turning a panic into an error that wraps ErrPanic; stack
+// is the panicking goroutine's stack, for the log.
+func call(ctx context.Context, fn func(context.Context) error) (err error, stack []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			err, stack = fmt.Errorf("%w: %v", ErrPanic, v), debug.Stack()
+		}
+	}()
+	return fn(ctx), nil
+}
+
+// release releases the run's lease with a fresh context bounded by
+// min(ttl, MaxCleanup), never with the run's (cancelled) context. It reports
+// whether the lease was released.
+func (s *Scheduler) release(log *slog.Logger, r *run) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	defer cancel()
+	err := s.store.Release(ctx, r.lease.ID)
+	switch {
+	case err == nil:
+		log.Debug("job lease released")
+		return true
+	case errors.Is(err, lease.ErrNotHeld):
+		log.Debug("job lease was no longer held at release", slog.Any("error", err))
+	default:
+		log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err))
+	}
+	return false
+}

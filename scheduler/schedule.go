@@ -1,0 +1,150 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule says when a job's occurrences are. Build one with Cron, Every,
+// EveryWithOffset or At; a nil Schedule is refused by Register.
+//
+// Every schedule offered here has occurrences that are a pure function of
+// the wall clock, so every replica computes the same occurrence for a firing
+// even when their clocks disagree by less than half the interval. Schedules
+// that depend on when a process started or when the last run completed
+// (random intervals, interval-from-completion, cron's "@every") are not
+// offered: replicas could not agree on their occurrences.
+type Schedule interface {
+	// String describes the schedule, for logs and errors.
+	String() string
+
+	compile(loc *time.Location, now time.Time) (plan, error)
+}
+
+// plan is a compiled schedule: how gocron fires it, and how a firing maps to
+// its occurrence.
+type plan interface {
+	// definition returns the gocron definition and options that fire at
+	// every occurrence after now, or ok=false when nothing is left to fire.
+	definition(now time.Time) (def gocron.JobDefinition, opts []gocron.JobOption, ok bool)
+	// occurrence maps a firing at local time now to its occurrence (the
+	// scheduled time) and the maximum clock skew its round may carry.
+	occurrence(now time.Time) (occ time.Time, maxSkew time.Duration)
+}
+
+// MaxRoundSkew caps the maximum skew passed with a round
+// (lease.WithRoundTime): min(interval/2, MaxRoundSkew).
+const MaxRoundSkew = 5 * time.Second
+
+// cronParser is the parser gocron uses for cron expressions with an
+// optional seconds field.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Cron returns a schedule for a cron expression of 5 fields (minute hour
+// day-of-month month day-of-week) or 6 fields (with a leading seconds
+// field), parsed by robfig/cron/v3 as gocron does, with descriptors such as
+// "@hourly" and "@daily". The expression is read in the scheduler's location
+// (WithLocation, default UTC) unless it starts with "TZ=<zone> " or
+// "CRON_TZ=<zone> ". "@every" is refused: use Every, which is aligned to the
+// epoch. The expression is checked by Register.
+func Cron(expr string) Schedule { return cronSchedule{expr: expr} }
+
+type cronSchedule struct{ expr string }
+
+func (c cronSchedule) String() string { return fmt.Sprintf("cron(%q)", c.expr) }
+
+func (c cronSchedule) compile(loc *time.Location, now time.Time) (plan, error) {
+	expr := strings.TrimSpace(c.expr)
+	if expr == "" {
+		return nil, &scheduleError{"cron expression must not be empty"}
+	}
+	body := expr
+	zoned := strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=")
+	if zoned {
+		if i := strings.IndexByte(expr, ' '); i > 0 {
+			body = strings.TrimSpace(expr[i:])
+		}
+	}
+	if strings.HasPrefix(body, "@every") {
+		return nil, &scheduleError{fmt.Sprintf("cron %q: @every counts from when the schedule is loaded, so replicas cannot agree on its occurrences; use Every, which is aligned to the Unix epoch", c.expr)}
+	}
+	if n := len(strings.Fields(body)); !strings.HasPrefix(body, "@") && n != 5 && n != 6 {
+		return nil, &scheduleError{fmt.Sprintf("cron %q: want 5 fields (minute hour dom month dow) or 6 (with leading seconds), got %d", c.expr, n)}
+	}
+	parsed, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, &scheduleError{fmt.Sprintf("cron %q: %v", c.expr, err)}
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, &scheduleError{fmt.Sprintf("cron %q: not a calendar schedule", c.expr)}
+	}
+	if !zoned {
+		spec.Location = loc
+	}
+	if spec.Next(now).IsZero() {
+		return nil, &scheduleError{fmt.Sprintf("cron %q never fires", c.expr)}
+	}
+	return &cronPlan{expr: expr, spec: spec}, nil
+}
+
+// Every returns a schedule whose occurrences are the whole multiples of d
+// since the Unix epoch (00:00:00 UTC, 1 January 1970): Every(time.Minute)
+// fires at the start of every minute on every replica, whenever each one
+// started. d must be a whole number of milliseconds, at least 1ms. Locations
+// play no part.
+func Every(d time.Duration) Schedule { return everySchedule{d: d} }
+
+// EveryWithOffset is Every(d) shifted by offset: occurrences are at
+// k*d + offset since the Unix epoch. offset must be a whole number of
+// milliseconds with 0 <= offset < d. EveryWithOffset(time.Hour,
+// 15*time.Minute) fires at a quarter past every hour (UTC).
+func EveryWithOffset(d, offset time.Duration) Schedule {
+	return everySchedule{d: d, offset: offset}
+}
+
+type everySchedule struct{ d, offset time.Duration }
+
+func (e everySchedule) String() string {
+	if e.offset != 0 {
+		return fmt.Sprintf("every(%s+%s)", e.d, e.offset)
+	}
+	return fmt.Sprintf("every(%s)", e.d)
+}
+
+func (e everySchedule) compile(*time.Location, time.Time) (plan, error) {
+	switch {
+	case e.d < time.Millisecond:
+		return nil, &scheduleError{fmt.Sprintf("every: interval must be at least 1ms, got %s", e.d)}
+	case e.d%time.Millisecond != 0:
+		return nil, &scheduleError{fmt.Sprintf("every: interval must be a whole number of milliseconds (occurrences are rounds in Unix ms), got %s", e.d)}
+	case e.offset < 0 || e.offset >= e.d:
+		return nil, &scheduleError{fmt.Sprintf("every: offset must satisfy 0 <= offset < interval (%s), got %s", e.d, e.offset)}
+	case e.offset%time.Millisecond != 0:
+		return nil, &scheduleError{fmt.Sprintf("every: offset must be a whole number of milliseconds, got %s", e.offset)}
+	}
+	return &everyPlan{d: e.d, offset: e.offset}, nil
+}
+
+// At returns a one-time schedule with the single occurrence t, which must be
+// after the Unix epoch and, when Register is called, in the future. Its
+// round is t in Unix milliseconds, so t is truncated to the millisecond.
+func At(t time.Time) Schedule { return atSchedule{t: t} }
+
+type atSchedule struct{ t time.Time }
+
+func (a atSchedule) String() string { return fmt.Sprintf("at(%s)", a.t.Format(time.RFC3339Nano)) }
+
+func (a atSchedule) compile(_ *time.Location, now time.Time) (plan, error) {
+	switch {
+	case a.t.IsZero() || a.t.UnixMilli() <= 0:
+		return nil, &scheduleError{fmt.Sprintf("at: time must be after the Unix epoch, got %s", a.t)}
+	case !a.t.After(now):
+		return nil, &scheduleError{fmt.Sprintf("at: time %s is not in the future (now %s)", a.t.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))}
+	}
+	return &atPlan{t: time.UnixMilli(a.t.UnixMilli())}, nil
+}

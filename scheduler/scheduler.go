@@ -1,0 +1,214 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Scheduler runs registered jobs once per occurrence across every replica
+// that shares its lease store. Build one with New, Register jobs, Start it,
+// and Shutdown it. Its methods are safe for concurrent use.
+type Scheduler struct {
+	store lease.Store
+	cfg   config
+	log   *slog.Logger
+	stats counters
+
+	// base is the parent of every run context; Shutdown cancels it with
+	// cause ErrShutdown.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+
+	mu      sync.Mutex
+	jobs    map[string]*job // by lease key
+	order   []*job
+	started bool
+	closed  bool
+	cron    gocron.Scheduler // nil until Start and after Shutdown
+	runs    map[*run]struct{}
+}
+
+// job is a registered job.
+type job struct {
+	name     string
+	key      string // lease key: prefix + name, NFC
+	schedule Schedule
+	plan     plan
+	fn       func(ctx context.Context) error
+	ttl      time.Duration
+	timeout  time.Duration
+	owner    string
+}
+
+// New returns a Scheduler whose jobs take their leases from store. It starts
+// nothing: jobs fire only after Start. Options are validated; the first
+// invalid one is returned (wrapping ErrInvalidArgument).
+func New(store lease.Store, opts ...Option) (*Scheduler, error) {
+	if store == nil {
+		return nil, invalidOption("New: store must not be nil")
+	}
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalidOption("New: option must not be nil")
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Scheduler{
+		store:      store,
+		cfg:        cfg,
+		log:        cfg.logger.With(slog.String("instance", cfg.instanceID)),
+		base:       base,
+		cancelBase: cancel,
+		jobs:       make(map[string]*job),
+		runs:       make(map[*run]struct{}),
+	}, nil
+}
+
+// Register adds a job: at each occurrence of sch, the replica that wins the
+// job's lease calls fn with a context that carries the run (RunFromContext)
+// and its fencing token (fencing.FromContext), and that is cancelled when
+// the lease is lost, the job times out, or the scheduler shuts down
+// (context.Cause says which).
+//
+// name must be non-empty and unique within the Scheduler; prefixed with the
+// key prefix it is the lease key, so it obeys the lease key rules (valid
+// UTF-8, at most lease.MaxKeyBytes bytes). Every replica must register the
+// job under the same name with the same schedule.
+//
+// Register may be called before or after Start; a job registered after Start
+// fires from its next occurrence. It fails with ErrShutdown after Shutdown,
+// ErrDuplicateJob for a name already registered, ErrInvalidSchedule for a
+// schedule that cannot be used, and ErrInvalidArgument for anything else.
+func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Context) error, opts ...JobOption) error {
+	switch {
+	case name == "":
+		return invalidOption("Register: job name must not be empty")
+	case !utf8.ValidString(name):
+		return invalidOption("Register %q: job name must be valid UTF-8", name)
+	case sch == nil:
+		return invalidOption("Register %q: schedule must not be nil", name)
+	case fn == nil:
+		return invalidOption("Register %q: job function must not be nil", name)
+	}
+	key, err := lease.NormalizeKey(s.cfg.keyPrefix + name)
+	if err != nil {
+		return fmt.Errorf("%w: Register %q: lease key: %w", ErrInvalidArgument, name, err)
+	}
+	jc := jobConfig{ttl: DefaultTTL}
+	for _, opt := range opts {
+		if opt == nil {
+			return invalidOption("Register %q: job option must not be nil", name)
+		}
+		if err := opt(&jc); err != nil {
+			return fmt.Errorf("Register %q: %w", name, err)
+		}
+	}
+	if jc.owner == "" {
+		jc.owner = truncateUTF8(s.cfg.instanceID+"/"+name, lease.MaxOwnerLen)
+	}
+	p, err := sch.compile(s.cfg.location, s.cfg.clock.Now().In(s.cfg.location))
+	if err != nil {
+		return fmt.Errorf("Register %q: %w", name, err)
+	}
+	j := &job{name: name, key: key, schedule: sch, plan: p, fn: fn, ttl: jc.ttl, timeout: jc.timeout, owner: jc.owner}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("Register %q: %w", name, ErrShutdown)
+	}
+	if _, dup := s.jobs[key]; dup {
+		return fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, name, key)
+	}
+	if s.started {
+		if err := s.schedule(s.cron, j); err != nil {
+			return err
+		}
+	}
+	s.jobs[key] = j
+	s.order = append(s.order, j)
+	return nil
+}
+
+// Start starts firing the registered jobs and returns at once. It fails with
+// ErrAlreadyStarted when called twice and ErrShutdown after Shutdown.
+func (s *Scheduler) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("Start: %w", ErrShutdown)
+	case s.started:
+		return ErrAlreadyStarted
+	}
+	g, err := gocron.NewScheduler(
+		gocron.WithClock(s.cfg.clock),
+		gocron.WithLocation(s.cfg.location),
+	)
+	if err != nil {
+		return fmt.Errorf("scheduler: Start: gocron: %w", err)
+	}
+	for _, j := range s.order {
+		if err := s.schedule(g, j); err != nil {
+			_ = g.Shutdown()
+			return err
+		}
+	}
+	g.Start()
+	s.cron, s.started = g, true
+	s.log.Info("scheduler started", slog.Int("jobs", len(s.order)))
+	return nil
+}
+
+// schedule adds j to g. A one-time job whose time has passed is logged and
+// left out.
+func (s *Scheduler) schedule(g gocron.Scheduler, j *job) error {
+	def, opts, ok := j.plan.definition(s.cfg.clock.Now().In(s.cfg.location))
+	if !ok {
+		s.log.Warn("job has no occurrence left; it will not run", slog.String("job", j.name), slog.String("schedule", j.schedule.String()))
+		return nil
+	}
+	// The task only decides and acquires; a won run executes in its own
+	// goroutine owned by the Scheduler, so gocron never waits on user code.
+	// Singleton mode with reschedule keeps gocron from queueing firings of
+	// one job; overlap between runs is prevented by the job's lease.
+	opts = append(opts, gocron.WithName(j.name), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+	if _, err := g.NewJob(def, gocron.NewTask(func() { s.fire(j) }), opts...); err != nil {
+		return fmt.Errorf("%w: Register %q: gocron: %w", ErrInvalidSchedule, j.name, err)
+	}
+	return nil
+}
+
+// Stats returns running totals of what this Scheduler did.
+func (s *Scheduler) Stats() Stats { return s.stats.snapshot() }
+
+// emit counts e and hands it to the observer.
+func (s *Scheduler) emit(e Event) {
+	e.Instance = s.cfg.instanceID
+	s.stats.count(e)
+	if s.cfg.observer != nil {
+		s.cfg.observer(e)
+	}
+}
+
+func truncateUTF8(str string, n int) string {
+	if len(str) <= n {
+		return str
+	}
+	for n > 0 && !utf8.RuneStart(str[n]) {
+		n--
+	}
+	return str[:n]
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// Shutdown stops the scheduler:
+//
+//  1. No new runs: firings that have not acquired their lease are skipped,
+//     and gocron stops scheduling (a lease won in this instant is released
+//     at once).
+//  2. Every running job's context is cancelled with cause ErrShutdown.
+//  3. Shutdown waits for the running jobs until ctx is done. A job that
+//     returns stops its heartbeat and releases its lease (with a fresh
+//     context), so another replica can run the next occurrence without
+//     waiting for the TTL.
+//  4. A job still running when ctx is done keeps its lease, no longer
+//     renewed, until the TTL runs out, so no second run can overlap it; its
+//     goroutine is left running (Go cannot stop it) and releases the lease
+//     if it ever returns. Shutdown then returns an error wrapping
+//     ErrJobsStillRunning and ctx's cause, naming those jobs.
+//
+// Shutdown is safe to call more than once and before Start; a later call
+// waits again for the jobs still running. After Shutdown, Start and Register
+// fail with ErrShutdown.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	g := s.cron
+	s.cron = nil
+	s.mu.Unlock()
+	if first {
+		// Cancels every run context (and with it every heartbeat, which
+		// stops renewing) with cause ErrShutdown.
+		s.cancelBase(ErrShutdown)
+		s.log.Info("scheduler shutting down")
+	}
+	var gocronErr error
+	if g != nil {
+		// gocron waits only for its tasks, which only acquire: user code
+		// runs in the Scheduler's own goroutines.
+		if err := g.ShutdownWithContext(ctx); err != nil {
+			gocronErr = fmt.Errorf("scheduler: stop gocron: %w", err)
+		}
+	}
+
+	s.mu.Lock()
+	runs := make([]*run, 0, len(s.runs))
+	for r := range s.runs {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	var stuck []string
+	for _, r := range runs {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+		select {
+		case <-r.done:
+		default:
+			stuck = append(stuck, r.job.name)
+		}
+	}
+	if len(stuck) > 0 {
+		slices.Sort(stuck)
+		stuck = slices.Compact(stuck)
+		s.log.Error("scheduler shut down with jobs still running; they keep their leases until the TTL",
+			slog.Any("jobs", stuck))
+		return fmt.Errorf("%w: %s: %w", ErrJobsStillRunning, strings.Join(stuck, ", "), context.Cause(ctx))
+	}
+	if gocronErr != nil {
+		return gocronErr
+	}
+	if first {
+		s.log.Info("scheduler shut down")
+	}
+	return nil
+}
