@@ -1,0 +1,97 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// This package defines no sentinels of its own: every error it returns
+// wraps one of lease's (lease.ErrLocked, lease.ErrUnavailable, ...) and,
+// where there is one, the underlying cause, so both errors.Is(err,
+// lease.ErrX) and errors.As(err, *rueidis.RedisError) work.
+
+// redisErrorKinds maps the first word of a Redis error reply to the lease
+// sentinel it means. Anything else (ERR, WRONGTYPE, ...) is ErrInternal.
+var redisErrorKinds = map[string]error{
+	"NOAUTH":      lease.ErrAuth,
+	"WRONGPASS":   lease.ErrAuth,
+	"NOPERM":      lease.ErrAuth,
+	"BUSY":        lease.ErrUnavailable,
+	"LOADING":     lease.ErrUnavailable,
+	"READONLY":    lease.ErrUnavailable,
+	"MASTERDOWN":  lease.ErrUnavailable,
+	"CLUSTERDOWN": lease.ErrUnavailable,
+	"TRYAGAIN":    lease.ErrUnavailable,
+}
+
+// classify returns the lease sentinel for an error from the Redis client.
+// The context's own state is checked first: a deadline that passed also
+// shows up as a net timeout, and a canceled context as a closed connection.
+func classify(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled), errors.Is(err, context.Canceled):
+		return lease.ErrAborted
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return lease.ErrTimeout
+	}
+	var re *rueidis.RedisError
+	if errors.As(err, &re) && !re.IsNil() {
+		msg := re.Error()
+		word, _, _ := strings.Cut(msg, " ")
+		if kind, ok := redisErrorKinds[word]; ok {
+			return kind
+		}
+		return lease.ErrInternal
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, rueidis.ErrClosing), errors.Is(err, rueidis.ErrNoSlot), errors.Is(err, rueidis.ErrNoAddr):
+		return lease.ErrUnavailable
+	case errors.As(err, &ne) && ne.Timeout():
+		return lease.ErrTimeout
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return lease.ErrUnavailable
+	case errors.As(err, &ne):
+		return lease.ErrUnavailable
+	}
+	return lease.ErrInternal
+}
+
+// wrapErr names the operation and wraps both the lease sentinel for err and
+// err itself. what identifies the subject without revealing it (a short ID
+// or key hash) and may be empty.
+func wrapErr(ctx context.Context, op, what string, err error) error {
+	return fmt.Errorf("lease/redis: %s%s: %w: %w", op, subject(what), classify(ctx, err), err)
+}
+
+// internalErr is an ErrInternal error for an unexpected reply or record.
+// err already wraps lease.ErrInternal or describes the problem.
+func internalErr(op, what string, err error) error {
+	if errors.Is(err, lease.ErrInternal) {
+		return fmt.Errorf("lease/redis: %s%s: %w", op, subject(what), err)
+	}
+	return fmt.Errorf("lease/redis: %s%s: %w: %w", op, subject(what), lease.ErrInternal, err)
+}
+
+func subject(what string) string {
+	if what == "" {
+		return ""
+	}
+	return " " + what
+}
+
+// errUnreadable is the cause for the scripts' -9 code.
+var errUnreadable = errors.New("unreadable lease record or index at the lease's keys")
+
+// errBadReply is the cause for a reply of an unexpected shape.
+var errBadReply = errors.New("unexpected reply from script")

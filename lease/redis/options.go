@@ -1,0 +1,124 @@
+package redis
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// config is the resolved form of a list of Option values.
+type config struct {
+	prefix  string
+	owner   string
+	cleanup bool
+	logger  *slog.Logger
+	clock   clockwork.Clock
+}
+
+// Option configures a Store. Options validate their input; New returns the
+// first error.
+type Option func(*config) error
+
+// WithPrefix sets the prefix of every Redis key the Store uses (default
+// lease.DefaultPrefix, "cronguard"). Trailing colons are stripped. The
+// prefix must follow lease.NormalizePrefix's rules: non-empty, at most 128
+// bytes, no braces, whitespace or control characters, and no reserved last
+// segment ("fence", "round", "id").
+func WithPrefix(prefix string) Option {
+	return func(c *config) error {
+		p, err := lease.NormalizePrefix(prefix)
+		if err != nil {
+			return fmt.Errorf("lease/redis: WithPrefix: %w", err)
+		}
+		c.prefix = p
+		return nil
+	}
+}
+
+// WithOwner sets the holder label stored with every lease this Store
+// acquires, unless the acquire passes lease.WithOwner (default
+// DefaultOwner(): "<hostname>/<pid>"). At most lease.MaxOwnerLen bytes; the
+// empty string stores no label.
+func WithOwner(owner string) Option {
+	return func(c *config) error {
+		if len(owner) > lease.MaxOwnerLen {
+			return fmt.Errorf("lease/redis: WithOwner: %w: owner must be at most %d bytes, got %d",
+				lease.ErrInvalidArgument, lease.MaxOwnerLen, len(owner))
+		}
+		c.owner = owner
+		return nil
+	}
+}
+
+// WithCleanup makes IsLocked delete the record of an expired lease (its
+// data and ID index keys, never the fence or round keys) when it finds one
+// (default false: IsLocked is read-only).
+func WithCleanup(enabled bool) Option {
+	return func(c *config) error {
+		c.cleanup = enabled
+		return nil
+	}
+}
+
+// WithLogger sets the logger for warnings (a fence counter nearing its
+// limit, an ambiguous acquire that was rolled back) (default: a logger that
+// discards everything). Raw keys and IDs are never logged above debug level.
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) error {
+		if logger == nil {
+			return fmt.Errorf("lease/redis: WithLogger: %w: logger must not be nil", lease.ErrInvalidArgument)
+		}
+		c.logger = logger
+		return nil
+	}
+}
+
+// WithClock sets the local clock used for Lease.Deadline (default
+// clockwork.NewRealClock()). Expiry itself is always judged by the Redis
+// server's clock.
+func WithClock(clock clockwork.Clock) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return fmt.Errorf("lease/redis: WithClock: %w: clock must not be nil", lease.ErrInvalidArgument)
+		}
+		c.clock = clock
+		return nil
+	}
+}
+
+// DefaultOwner returns the default holder label, "<hostname>/<pid>"
+// (hostname "unknown" when it cannot be read), cut to lease.MaxOwnerLen.
+func DefaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	o := fmt.Sprintf("%s/%d", host, os.Getpid())
+	if len(o) > lease.MaxOwnerLen {
+		o = o[:lease.MaxOwnerLen]
+	}
+	return o
+}
+
+func resolve(opts []Option) (config, error) {
+	c := config{
+		prefix: lease.DefaultPrefix,
+		owner:  DefaultOwner(),
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		clock:  clockwork.NewRealClock(),
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return c, fmt.Errorf("lease/redis: %w: nil option", lease.ErrInvalidArgument)
+		}
+		if err := opt(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}

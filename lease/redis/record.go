@@ -1,0 +1,134 @@
+package redis
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Fence thresholds. Fences are stored as 15 decimal digits; a counter past
+// fenceMax no longer fits comfortably and is refused, one past fenceWarn is
+// logged so operators act long before that.
+const (
+	fenceMax  = 900_000_000_000_000
+	fenceWarn = 90_000_000_000_000
+)
+
+// record is the lease data stored at the data key, as JSON:
+//
+//	{"lockId":"<id>","expiresAtMs": <13>,"acquiredAtMs": <13>,"fence":"<15 digits>","key":"...","owner":"..."}
+//
+// The scripts build the first four fields (they need server time and the
+// fence counter) at fixed offsets and the client builds the tail
+// (recordTail). Pointers tell a missing field from a zero one.
+type record struct {
+	LockID       *string `json:"lockId"`
+	ExpiresAtMs  *int64  `json:"expiresAtMs"`
+	AcquiredAtMs *int64  `json:"acquiredAtMs"`
+	Fence        *string `json:"fence"`
+	Key          *string `json:"key"`
+	Owner        *string `json:"owner"`
+}
+
+// recordTail returns the client-built end of a record: the key and owner
+// fields and the closing brace.
+func recordTail(key, owner string) string {
+	k, _ := json.Marshal(key) // strings always marshal
+	o, _ := json.Marshal(owner)
+	return `"key":` + string(k) + `,"owner":` + string(o) + `}`
+}
+
+// parsedRecord is a record that passed every check.
+type parsedRecord struct {
+	id                    string
+	key, owner            string
+	fence                 fencing.Token
+	acquiredAt, expiresAt time.Time
+}
+
+// parseRecord decodes and checks a stored record. Every failure wraps
+// lease.ErrInternal and names what was wrong, never the record's content.
+func parseRecord(raw string) (parsedRecord, error) {
+	var r record
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return parsedRecord{}, fmt.Errorf("%w: lease record is not JSON (%d bytes)", lease.ErrInternal, len(raw))
+	}
+	var missing string
+	switch {
+	case r.LockID == nil:
+		missing = "lockId"
+	case r.ExpiresAtMs == nil:
+		missing = "expiresAtMs"
+	case r.AcquiredAtMs == nil:
+		missing = "acquiredAtMs"
+	case r.Fence == nil:
+		missing = "fence"
+	case r.Key == nil:
+		missing = "key"
+	}
+	if missing != "" {
+		return parsedRecord{}, fmt.Errorf("%w: lease record has no %s field", lease.ErrInternal, missing)
+	}
+	if err := lease.ValidateID(*r.LockID); err != nil {
+		return parsedRecord{}, fmt.Errorf("%w: lease record has a malformed lockId", lease.ErrInternal)
+	}
+	f, err := parseFence(*r.Fence)
+	if err != nil {
+		return parsedRecord{}, err
+	}
+	p := parsedRecord{
+		id:         *r.LockID,
+		key:        *r.Key,
+		fence:      f,
+		acquiredAt: time.UnixMilli(*r.AcquiredAtMs),
+		expiresAt:  time.UnixMilli(*r.ExpiresAtMs),
+	}
+	if r.Owner != nil {
+		p.owner = *r.Owner
+	}
+	return p, nil
+}
+
+// parseFence parses a stored fence: exactly 15 decimal digits, positive,
+// at most fenceMax. Failures wrap lease.ErrInternal.
+func parseFence(s string) (fencing.Token, error) {
+	if len(s) != 15 {
+		return 0, fmt.Errorf("%w: lease record fence must be 15 digits, got %d characters", lease.ErrInternal, len(s))
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%w: lease record fence must be decimal digits", lease.ErrInternal)
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return checkFence(int64(n))
+}
+
+// checkFence checks a fence counter value from the server: positive and at
+// most fenceMax (the counter is past its safe range: ErrInternal).
+func checkFence(n int64) (fencing.Token, error) {
+	switch {
+	case n <= 0:
+		return 0, fmt.Errorf("%w: fence must be positive, got %d", lease.ErrInternal, n)
+	case n > fenceMax:
+		return 0, fmt.Errorf("%w: fence counter overflow: %d is past %d", lease.ErrInternal, n, int64(fenceMax))
+	}
+	return fencing.Token(n), nil
+}
+
+// info turns a parsed record into the Info that Lookup returns.
+func (p parsedRecord) info(storageKey string) lease.Info {
+	return lease.Info{
+		KeyHash:    lease.Hash(storageKey),
+		IDHash:     lease.Hash(p.id),
+		Fence:      p.fence,
+		Owner:      p.owner,
+		AcquiredAt: p.acquiredAt,
+		ExpiresAt:  p.expiresAt,
+	}
+}

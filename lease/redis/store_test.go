@@ -1,0 +1,61 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+func TestStore_AcquireExtendRelease_Lifecycle(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t, WithOwner("host/1"))
+	ctx := t.Context()
+
+	l, err := st.Acquire(ctx, "job:a", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "job:a", l.Key)
+	assert.Equal(t, "host/1", l.Owner)
+	assert.EqualValues(t, 1, l.Fence)
+	assert.Equal(t, time.Second, l.ExpiresAt.Sub(l.AcquiredAt))
+	slot, ok := decodeSlot(l.ID)
+	require.True(t, ok)
+	ks, err := keysFor(st.prefix, "job:a")
+	require.NoError(t, err)
+	assert.Equal(t, ks.slot, slot, "the ID routes to the key's slot")
+
+	_, err = st.Acquire(ctx, "job:a", time.Second)
+	var le *lease.LockedError
+	require.ErrorAs(t, err, &le)
+	assert.Greater(t, le.Remaining, time.Duration(0))
+	assert.LessOrEqual(t, le.Remaining, time.Second)
+
+	info, err := st.Lookup(ctx, "job:a")
+	require.NoError(t, err)
+	assert.Equal(t, l.Fence, info.Fence)
+	assert.Equal(t, lease.Hash(l.ID), info.IDHash)
+	assert.Equal(t, lease.Hash(ks.storage), info.KeyHash)
+	assert.Equal(t, "host/1", info.Owner)
+	assert.True(t, info.ExpiresAt.Equal(l.ExpiresAt))
+
+	exp, err := l.Extend(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, exp.After(l.ExpiresAt))
+	info2, err := st.LookupID(ctx, l.ID)
+	require.NoError(t, err)
+	assert.True(t, info2.ExpiresAt.Equal(exp), "the extended expiry is stored")
+	assert.Equal(t, info.KeyHash, info2.KeyHash)
+
+	require.NoError(t, l.Release(ctx))
+	locked, err := st.IsLocked(ctx, "job:a")
+	require.NoError(t, err)
+	assert.False(t, locked)
+
+	l2, err := st.Acquire(ctx, "job:a", time.Second, lease.WithOwner("other"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, l2.Fence)
+	assert.Equal(t, "other", l2.Owner)
+}
