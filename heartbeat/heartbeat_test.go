@@ -1,0 +1,331 @@
+package heartbeat_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Time-driven tests run in a testing/synctest bubble: the heartbeat's default
+// real clock reads the bubble's fake time, and time.Sleep in the test moves
+// it forward as soon as every goroutine in the bubble is blocked.
+
+const (
+	ttl      = 3 * time.Second
+	interval = ttl / heartbeat.DefaultIntervalDivisor   // 1s
+	margin   = ttl / heartbeat.DefaultStopMarginDivisor // 500ms
+)
+
+func TestStart_Renewals_KeepLeaseAliveForTenTTLs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+
+		require.NoError(t, ctx.Err(), "heartbeat context must stay alive while renewals succeed")
+		_, err = store.LookupID(t.Context(), l.ID)
+		assert.NoError(t, err, "lease must still be live in the store")
+		ext := rec.of(heartbeat.EventExtended)
+		assert.Len(t, ext, int(10*ttl/interval), "one renewal per interval")
+		for i, e := range ext {
+			assert.Equal(t, 1, e.Attempt, "renewal %d", i)
+			assert.Equal(t, l.Fence, e.Fence)
+			assert.Equal(t, lease.ShortID(l.ID), e.LeaseID)
+		}
+		assert.Empty(t, rec.of(heartbeat.EventRetrying))
+
+		require.NoError(t, stop())
+		assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrStopped)
+		stopped := rec.of(heartbeat.EventStopped)
+		require.Len(t, stopped, 1)
+		assert.NoError(t, stopped[0].Err)
+	})
+}
+
+func TestStart_ReleasedBehindBack_CancelsWithLeaseLostWithinInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+		doneAt := watchDone(ctx)
+
+		time.Sleep(interval + interval/2)
+		require.NoError(t, store.Release(t.Context(), l.ID), "release from outside, by ID")
+		releasedAt := time.Now()
+
+		done := doneAt()
+		assert.LessOrEqual(t, done.Sub(releasedAt), interval, "loss must be noticed within one interval")
+		cause := context.Cause(ctx)
+		assert.ErrorIs(t, cause, heartbeat.ErrLeaseLost)
+		assert.ErrorIs(t, cause, lease.ErrNotHeld, "cause must wrap the store error")
+		var nh *lease.NotHeldError
+		require.ErrorAs(t, cause, &nh)
+		assert.Equal(t, lease.ReasonNotFound, nh.Reason)
+
+		assert.Equal(t, cause, stop(), "stop returns the loss cause")
+		lost := rec.of(heartbeat.EventLost)
+		require.Len(t, lost, 1)
+		assert.Equal(t, cause, lost[0].Err)
+		all := rec.all()
+		assert.Equal(t, heartbeat.EventStopped, all[len(all)-1].Kind, "stopped is the last event")
+	})
+}
+
+func TestStart_TransientErrors_RecoverWithoutCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		const failures = 4
+		store.setExtendHook(func(_ context.Context, n int) error {
+			if n >= 2 && n < 2+failures { // the second renewal and its first retries fail
+				return errUnavailable
+			}
+			return nil
+		})
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+
+		require.NoError(t, ctx.Err(), "transient errors followed by recovery must not cancel")
+		retries := rec.of(heartbeat.EventRetrying)
+		require.Len(t, retries, failures, "every failed attempt is reported")
+		for i, e := range retries {
+			assert.Equal(t, i+1, e.Attempt)
+			assert.ErrorIs(t, e.Err, lease.ErrUnavailable)
+		}
+		var recovered bool
+		for _, e := range rec.of(heartbeat.EventExtended) {
+			if e.Attempt == failures+1 {
+				recovered = true
+			}
+		}
+		assert.True(t, recovered, "the extend after the failures reports how many attempts it took")
+		require.NoError(t, stop())
+	})
+}
+
+func TestStart_PersistentErrors_CancelUnconfirmedBeforeDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		store.setExtendHook(func(_ context.Context, n int) error {
+			if n >= 2 {
+				return errUnavailable
+			}
+			return nil
+		})
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+		doneAt := watchDone(ctx)
+
+		done := doneAt()
+		deadline := rec.lastDeadline(l.Deadline)
+		require.Len(t, rec.of(heartbeat.EventExtended), 1)
+		assert.True(t, done.Before(deadline), "ctx done at %s, not before the local deadline %s", done, deadline)
+		assert.Equal(t, deadline.Add(-margin), done, "cancelled at deadline - margin")
+		cause := context.Cause(ctx)
+		assert.ErrorIs(t, cause, heartbeat.ErrLeaseUnconfirmed)
+		assert.ErrorIs(t, cause, lease.ErrUnavailable, "cause must wrap the last store error")
+		assert.GreaterOrEqual(t, len(rec.of(heartbeat.EventRetrying)), 4, "retries keep coming until the cut-off")
+		assert.Equal(t, cause, stop())
+	})
+}
+
+func TestStart_HangingExtend_CancelsAtCutoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		store.setExtendHook(func(ctx context.Context, n int) error {
+			if n >= 2 {
+				return hang(ctx, n)
+			}
+			return nil
+		})
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+		doneAt := watchDone(ctx)
+
+		done := doneAt()
+		deadline := rec.lastDeadline(l.Deadline)
+		assert.Equal(t, deadline.Add(-margin), done, "the cut-off fires while Extend hangs")
+		assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrLeaseUnconfirmed)
+		assert.Equal(t, 2, store.extendCalls(), "one renewal, then the hanging one")
+		assert.ErrorIs(t, stop(), heartbeat.ErrLeaseUnconfirmed)
+		// The bubble ends only when the hanging Extend's goroutine has returned.
+	})
+}
+
+func TestStart_ParentCancelled_StopsWithoutLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		l := acquire(t, store, "job", ttl)
+		rec := &recorder{}
+		parent, cancel := context.WithCancelCause(t.Context())
+		ctx, stop, err := heartbeat.Start(parent, store, l,
+			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+
+		time.Sleep(interval + interval/2)
+		shutdown := errors.New("shutting down")
+		cancel(shutdown)
+		synctest.Wait()
+		calls := store.extendCalls()
+		time.Sleep(10 * ttl)
+		synctest.Wait()
+
+		assert.Equal(t, calls, store.extendCalls(), "no renewals after the parent is cancelled")
+		assert.Equal(t, shutdown, context.Cause(ctx), "ctx carries the parent's cause")
+		assert.NoError(t, stop(), "parent cancellation is not a loss")
+		assert.Empty(t, rec.of(heartbeat.EventLost))
+		stopped := rec.of(heartbeat.EventStopped)
+		require.Len(t, stopped, 1)
+		assert.NoError(t, stopped[0].Err)
+	})
+}
+
+func TestStop_Idempotent(t *testing.T) {
+	t.Run("clean", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := newFakeStore(clockwork.NewRealClock())
+			l := acquire(t, store, "job", ttl)
+			rec := &recorder{}
+			ctx, stop, err := heartbeat.Start(t.Context(), store, l,
+				heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+			require.NoError(t, err)
+			time.Sleep(interval + interval/2)
+
+			var wg sync.WaitGroup
+			errs := make([]error, 8)
+			for i := range errs {
+				wg.Go(func() { errs[i] = stop() })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				assert.NoError(t, err, "concurrent stop %d", i)
+			}
+			assert.NoError(t, stop(), "stop after stop")
+			assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrStopped)
+			assert.Len(t, rec.of(heartbeat.EventStopped), 1, "the heartbeat ends once")
+			calls := store.extendCalls()
+			time.Sleep(10 * ttl)
+			assert.Equal(t, calls, store.extendCalls(), "no renewals after stop")
+		})
+	})
+	t.Run("after loss", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			store := newFakeStore(clockwork.NewRealClock())
+			l := acquire(t, store, "job", ttl)
+			ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithLogger(discard))
+			require.NoError(t, err)
+			require.NoError(t, store.Release(t.Context(), l.ID))
+			<-ctx.Done()
+
+			first := stop()
+			require.ErrorIs(t, first, heartbeat.ErrLeaseLost)
+			assert.Equal(t, first, stop(), "every call returns the same cause")
+			assert.Equal(t, first, context.Cause(ctx), "stop does not overwrite the loss cause")
+		})
+	})
+}
+
+func TestStart_DeadlinePassed_CancelsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		l := acquire(t, store, "job", ttl)
+		time.Sleep(ttl) // the caller started the heartbeat too late
+		start := time.Now()
+		ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithLogger(discard))
+		require.NoError(t, err)
+		<-ctx.Done()
+		assert.Equal(t, start, time.Now(), "cancelled without waiting")
+		assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrLeaseUnconfirmed)
+		assert.ErrorIs(t, stop(), heartbeat.ErrLeaseUnconfirmed)
+	})
+}
+
+// TestStart_WithClock_FakeClockDrivesRenewals drives the heartbeat with a
+// clockwork fake clock instead of a bubble, and checks that no goroutine
+// outlives stop.
+func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	clock := clockwork.NewFakeClock()
+	store := newFakeStore(clock)
+	l := acquire(t, store, "job", ttl)
+	rec := &recorder{}
+	ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithClock(clock),
+		heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+	require.NoError(t, err)
+
+	const step = interval / 4 // renewals fall on steps
+	for range 10 * ttl / step {
+		// Two waiters (renewal and cut-off timers): the heartbeat is idle.
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		clock.Advance(step)
+	}
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+
+	require.NoError(t, ctx.Err())
+	assert.Len(t, rec.of(heartbeat.EventExtended), int(10*ttl/interval))
+	_, err = store.LookupID(t.Context(), l.ID)
+	assert.NoError(t, err)
+	require.NoError(t, stop())
+	goleak.VerifyNone(t, ignore)
+}
+
+// TestStart_WithClock_PersistentErrorsCancelBeforeDeadline checks the
+// cut-off on a clockwork fake clock: the context is done before the local
+// deadline, as that clock tells time.
+func TestStart_WithClock_PersistentErrorsCancelBeforeDeadline(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	clock := clockwork.NewFakeClock()
+	store := newFakeStore(clock)
+	store.setExtendHook(func(context.Context, int) error { return errUnavailable })
+	l := acquire(t, store, "job", ttl)
+	ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithClock(clock),
+		heartbeat.WithLogger(discard))
+	require.NoError(t, err)
+
+	const step = 10 * time.Millisecond
+	for ctx.Err() == nil && clock.Now().Before(l.Deadline) {
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		clock.Advance(step)
+		// Let the heartbeat react to the timers that fired before moving on.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+	}
+	<-ctx.Done()
+	assert.True(t, clock.Now().Before(l.Deadline), "done at %s, deadline %s", clock.Now(), l.Deadline)
+	assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrLeaseUnconfirmed)
+	assert.ErrorIs(t, stop(), lease.ErrUnavailable)
+	goleak.VerifyNone(t, ignore)
+}
