@@ -313,17 +313,19 @@ func TestStart_WithClock_PersistentErrorsCancelBeforeDeadline(t *testing.T) {
 		heartbeat.WithLogger(discard))
 	require.NoError(t, err)
 
+	// Wait for the heartbeat to be idle (renewal and cut-off timers armed)
+	// or done, whichever comes first.
+	idleOrDone, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	context.AfterFunc(ctx, cancel)
 	const step = 10 * time.Millisecond
-	for ctx.Err() == nil && clock.Now().Before(l.Deadline) {
-		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
-		clock.Advance(step)
-		// Let the heartbeat react to the timers that fired before moving on.
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Millisecond):
+	for clock.Now().Before(l.Deadline) {
+		if clock.BlockUntilContext(idleOrDone, 2) != nil {
+			break
 		}
+		clock.Advance(step)
 	}
-	<-ctx.Done()
+	require.Error(t, ctx.Err(), "cancelled before the local deadline")
 	assert.True(t, clock.Now().Before(l.Deadline), "done at %s, deadline %s", clock.Now(), l.Deadline)
 	assert.ErrorIs(t, context.Cause(ctx), heartbeat.ErrLeaseUnconfirmed)
 	assert.ErrorIs(t, stop(), lease.ErrUnavailable)

@@ -95,6 +95,10 @@ loop:
 			case r.err == nil:
 				deadline = lease.LocalDeadline(r.sent, ttl)
 				expiresAt = r.expiresAt
+				// Report before re-arming the timers: the timers are set
+				// from absolute times, so a slow observer shifts nothing,
+				// and a fake clock's waiters mean the event is out.
+				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1})
 				if !cutoff.Stop() {
 					select { // drop a cut-off that fired while this result was on its way
 					case <-cutoff.Chan():
@@ -103,7 +107,6 @@ loop:
 				}
 				cutoff.Reset(cutoffAt().Sub(clock.Now()))
 				renew.Reset(max(r.sent.Add(h.cfg.interval).Sub(clock.Now()), 0))
-				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1})
 				attempt, lastErr = 0, nil
 				retry.Reset()
 			case errors.Is(r.err, lease.ErrNotHeld):
@@ -114,9 +117,9 @@ loop:
 				lastErr = r.err
 				// Back off, but keep attempts coming before the cut-off.
 				wait := min(retry.NextBackOff(), max(cutoffAt().Sub(clock.Now())/2, time.Millisecond))
-				renew.Reset(wait)
 				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: r.err},
 					slog.Duration("retry_in", wait))
+				renew.Reset(wait)
 			}
 		}
 	}
