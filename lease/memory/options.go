@@ -1,0 +1,26 @@
+package memory
+
+import (
+	"fmt"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithClock sets the clock that is the store's "server time": it decides
+// expiry, stamps AcquiredAt and ExpiresAt, bounds time rounds, and sets each
+// Lease's local Deadline. Default: clockwork.NewRealClock(). A
+// clockwork.FakeClock lets tests drive expiry with Advance.
+func WithClock(c clockwork.Clock) Option {
+	return func(s *Store) error {
+		if c == nil {
+			return fmt.Errorf("memory: WithClock: %w: clock must not be nil", lease.ErrInvalidArgument)
+		}
+		s.clock = c
+		return nil
+	}
+}

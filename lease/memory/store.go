@@ -1,0 +1,343 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// maxFence is the largest fence a Store issues; it is the bound of the Redis
+// store's 15-digit fence as well.
+const maxFence fencing.Token = 900_000_000_000_000
+
+// Store is an in-process lease.Store. The zero value is not usable: call New.
+// A Store is safe for concurrent use.
+type Store struct {
+	clock clockwork.Clock
+
+	mu   sync.Mutex
+	keys map[string]*keyState // normalized key -> state; entries are never deleted
+	ids  map[string]*record   // lease ID -> record, kept until its retention ends
+
+	sweepAt int // len(ids) at which Acquire next drops records past retention
+}
+
+// keyState is what the store keeps per key. Like the Redis store's fence
+// counter and round record, it is never deleted.
+type keyState struct {
+	fence fencing.Token // last fence issued for the key
+	round int64         // highest round recorded for the key; 0 if none
+	cur   *record       // the key's latest lease; may be expired or nil
+}
+
+// record is one lease as the store sees it. Times are milliseconds, like a
+// server's.
+type record struct {
+	id, key, owner string
+	fence          fencing.Token
+	acquiredAt     time.Time
+	expiresAt      time.Time
+}
+
+// New returns an empty Store.
+func New(opts ...Option) (*Store, error) {
+	s := &Store{
+		clock:   clockwork.NewRealClock(),
+		keys:    make(map[string]*keyState),
+		ids:     make(map[string]*record),
+		sweepAt: minSweep,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+var _ lease.Store = (*Store)(nil)
+
+// now returns the store's clock truncated to milliseconds, the resolution of
+// server time.
+func (s *Store) now() time.Time {
+	return time.UnixMilli(s.clock.Now().UnixMilli())
+}
+
+// live reports whether r is live at now: ExpiresAt > now - ExpiryTolerance.
+func live(r *record, now time.Time) bool {
+	return r != nil && r.expiresAt.After(now.Add(-lease.ExpiryTolerance))
+}
+
+// retained reports whether r is still kept at now, live or not.
+func retained(r *record, now time.Time) bool {
+	return r.expiresAt.After(now.Add(-lease.ExpiryTolerance - lease.ExpiredRetention))
+}
+
+// Acquire implements lease.Store. Checks run in this order: a live lease on
+// the key (*lease.LockedError), a round not newer than the recorded one
+// (lease.ErrRoundClaimed), a time round too far ahead of the store's clock
+// (lease.ErrClockSkew); only then is the lease taken, the fence incremented
+// and the round recorded. A failed acquire records nothing.
+//
+// LockedError.Remaining is the time until the holder's lease stops being
+// live if it is not extended: ExpiresAt + lease.ExpiryTolerance - now.
+func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	const op = "acquire"
+	key, err := lease.NormalizeKey(key)
+	if err != nil {
+		return nil, opError(op, err)
+	}
+	if err := lease.ValidateTTL(ttl); err != nil {
+		return nil, opError(op, err)
+	}
+	o, err := lease.ResolveAcquireOptions(opts)
+	if err != nil {
+		return nil, opError(op, err)
+	}
+	if err := ctxError(ctx); err != nil {
+		return nil, opError(op, err)
+	}
+	sent := s.clock.Now()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	ks := s.keys[key]
+	if ks == nil {
+		ks = &keyState{}
+		s.keys[key] = ks
+	}
+	if live(ks.cur, now) {
+		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
+	}
+	if o.Round > 0 && o.Round <= ks.round {
+		return nil, opError(op, fmt.Errorf("%w: round %d, last recorded %d", lease.ErrRoundClaimed, o.Round, ks.round))
+	}
+	if o.MaxSkew > 0 && o.Round > now.Add(o.MaxSkew).UnixMilli() {
+		return nil, opError(op, fmt.Errorf("%w: round %d is %s ahead of server time, max skew %s",
+			lease.ErrClockSkew, o.Round, time.UnixMilli(o.Round).Sub(now), o.MaxSkew))
+	}
+	if ks.fence >= maxFence {
+		return nil, opError(op, fmt.Errorf("%w: fence counter overflow", lease.ErrInternal))
+	}
+
+	id := lease.NewID()
+	for s.ids[id] != nil { // 128 random bits: never in practice
+		id = lease.NewID()
+	}
+	ks.fence++
+	if o.Round > 0 {
+		ks.round = o.Round
+	}
+	r := &record{
+		id:         id,
+		key:        key,
+		owner:      o.Owner,
+		fence:      ks.fence,
+		acquiredAt: now,
+		expiresAt:  now.Add(ttl),
+	}
+	ks.cur = r
+	s.ids[id] = r
+	s.sweep(now)
+
+	return lease.Attach(s, &lease.Lease{
+		Key:        key,
+		ID:         id,
+		Fence:      r.fence,
+		Owner:      r.owner,
+		TTL:        ttl,
+		AcquiredAt: r.acquiredAt,
+		ExpiresAt:  r.expiresAt,
+		Deadline:   lease.LocalDeadline(sent, ttl),
+	}), nil
+}
+
+// minSweep is the smallest ID index size at which Acquire sweeps.
+const minSweep = 1024
+
+// sweep drops records past their retention once the ID index has doubled
+// since the last sweep, so the index stays proportional to the leases of
+// the last ExpiredRetention at amortized constant cost.
+func (s *Store) sweep(now time.Time) {
+	if len(s.ids) < s.sweepAt {
+		return
+	}
+	for id, r := range s.ids {
+		if !retained(r, now) {
+			delete(s.ids, id)
+		}
+	}
+	s.sweepAt = max(2*len(s.ids), minSweep)
+}
+
+// held returns the record that id holds, or the reason it holds none. The
+// order of checks matches the Redis store: unknown ID (or past retention)
+// -> ReasonNotFound; key taken by another ID -> ReasonNotOwner; lease no
+// longer live -> ReasonExpired.
+func (s *Store) held(id string, now time.Time) (*record, lease.NotHeldReason) {
+	r := s.ids[id]
+	if r == nil {
+		return nil, lease.ReasonNotFound
+	}
+	if !retained(r, now) {
+		delete(s.ids, id)
+		return nil, lease.ReasonNotFound
+	}
+	if s.keys[r.key].cur != r {
+		return nil, lease.ReasonNotOwner
+	}
+	if !live(r, now) {
+		return nil, lease.ReasonExpired
+	}
+	return r, 0
+}
+
+// Extend implements lease.Store: the new expiry is now + ttl on the store's
+// clock.
+func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error) {
+	const op = "extend"
+	if err := lease.ValidateID(id); err != nil {
+		return time.Time{}, opError(op, err)
+	}
+	if err := lease.ValidateTTL(ttl); err != nil {
+		return time.Time{}, opError(op, err)
+	}
+	if err := ctxError(ctx); err != nil {
+		return time.Time{}, opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	r, reason := s.held(id, now)
+	if r == nil {
+		return time.Time{}, &lease.NotHeldError{Op: op, Reason: reason}
+	}
+	r.expiresAt = now.Add(ttl)
+	return r.expiresAt, nil
+}
+
+// Release implements lease.Store.
+func (s *Store) Release(ctx context.Context, id string) error {
+	const op = "release"
+	if err := lease.ValidateID(id); err != nil {
+		return opError(op, err)
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, reason := s.held(id, s.now())
+	if r == nil {
+		return &lease.NotHeldError{Op: op, Reason: reason}
+	}
+	s.keys[r.key].cur = nil
+	delete(s.ids, id)
+	return nil
+}
+
+// IsLocked implements lease.Store.
+func (s *Store) IsLocked(ctx context.Context, key string) (bool, error) {
+	const op = "is locked"
+	r, err := s.liveByKey(ctx, op, key)
+	if err != nil {
+		return false, err
+	}
+	return r != nil, nil
+}
+
+// Lookup implements lease.Store.
+func (s *Store) Lookup(ctx context.Context, key string) (lease.Info, error) {
+	const op = "lookup"
+	r, err := s.liveByKey(ctx, op, key)
+	if err != nil {
+		return lease.Info{}, err
+	}
+	if r == nil {
+		return lease.Info{}, opError(op, lease.ErrNotFound)
+	}
+	return info(r), nil
+}
+
+// LookupID implements lease.Store.
+func (s *Store) LookupID(ctx context.Context, id string) (lease.Info, error) {
+	const op = "lookup id"
+	if err := lease.ValidateID(id); err != nil {
+		return lease.Info{}, opError(op, err)
+	}
+	if err := ctxError(ctx); err != nil {
+		return lease.Info{}, opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, _ := s.held(id, s.now())
+	if r == nil {
+		return lease.Info{}, opError(op, lease.ErrNotFound)
+	}
+	return info(r), nil
+}
+
+// liveByKey returns the live record on key, or nil.
+func (s *Store) liveByKey(ctx context.Context, op, key string) (*record, error) {
+	key, err := lease.NormalizeKey(key)
+	if err != nil {
+		return nil, opError(op, err)
+	}
+	if err := ctxError(ctx); err != nil {
+		return nil, opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks := s.keys[key]
+	if ks == nil || !live(ks.cur, s.now()) {
+		return nil, nil
+	}
+	return ks.cur, nil
+}
+
+// info returns the public view of r. The key hash is that of the storage
+// key the Redis store would use with lease.DefaultPrefix.
+func info(r *record) lease.Info {
+	sk, err := lease.StorageKey(lease.DefaultPrefix, r.key, lease.StorageKeyBudget, lease.StorageKeyReserve)
+	if err != nil { // cannot happen for a key of at most lease.MaxKeyBytes
+		sk = lease.DefaultPrefix + ":" + r.key
+	}
+	return lease.Info{
+		KeyHash:    lease.Hash(sk),
+		IDHash:     lease.Hash(r.id),
+		Fence:      r.fence,
+		Owner:      r.owner,
+		AcquiredAt: r.acquiredAt,
+		ExpiresAt:  r.expiresAt,
+	}
+}
+
+// ctxError maps a done context to lease.ErrAborted (canceled) or
+// lease.ErrTimeout (deadline exceeded), keeping the context's error.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", lease.ErrTimeout, context.Cause(ctx))
+	default:
+		return fmt.Errorf("%w: %w", lease.ErrAborted, context.Cause(ctx))
+	}
+}
+
+// opError names the operation in err.
+func opError(op string, err error) error {
+	return fmt.Errorf("memory: %s: %w", op, err)
+}
