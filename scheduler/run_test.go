@@ -1,0 +1,184 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/heartbeat"
+)
+
+// ahead is a real (bubble) clock that runs d ahead of the store's, so its
+// scheduler fires first and wins the race.
+func ahead(d time.Duration) Option {
+	return WithClock(skewedClock{clockwork.NewRealClock(), d})
+}
+
+// A job that runs for 3 x TTL keeps its lease through heartbeats; the
+// occurrences that fall during it are skipped (locked) on the other replica
+// and counted, and run nowhere.
+func TestScheduler_Run_LongJobKeepsLeaseThroughHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		const ttl = time.Second
+		base := time.Now() // the bubble starts on a whole second
+		time.Sleep(500 * time.Millisecond)
+		var runs atomic.Int32
+		var longErr atomic.Value
+		occ := newOccurrences()
+		job := func(ctx context.Context) error {
+			_ = occ.record(ctx)
+			if runs.Add(1) == 1 {
+				select {
+				case <-time.After(3*ttl + 200*time.Millisecond):
+					longErr.Store("ok")
+				case <-ctx.Done():
+					longErr.Store(context.Cause(ctx).Error())
+				}
+			}
+			return nil
+		}
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
+		b := newScheduler(t, store, WithInstanceID("b"))
+		for _, s := range []*Scheduler{a, b} {
+			require.NoError(t, s.Register("long", Every(time.Second), job, WithTTL(ttl)))
+			require.NoError(t, s.Start())
+		}
+		// a wins occurrence 1s at 0.9s and runs until 4.1s; occurrences 2s,
+		// 3s and 4s fall during the run; a wins 5s at 4.9s.
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, "ok", longErr.Load(), "the long run kept its lease (its context was not cancelled)")
+		assert.Equal(t, []int64{base.Add(time.Second).UnixMilli(), base.Add(5 * time.Second).UnixMilli()}, occ.sorted("long"),
+			"the occurrences during the long run ran nowhere")
+		assert.Equal(t, uint64(4), b.Stats().SkipLocked, "b skipped 1s (running on a), 2s, 3s and 4s as locked")
+		assert.Equal(t, uint64(1), b.Stats().SkipClaimed, "b found 5s claimed by a")
+		assert.Equal(t, uint64(3), a.Stats().SkipLocked, "a skipped them too: its own run held the lease")
+		assert.Equal(t, uint64(2), a.Stats().Started)
+		assert.Zero(t, b.Stats().Started)
+	})
+}
+
+// A job whose lease is released behind its back sees its context cancelled
+// with the lease-lost cause; its fence is in its context.
+func TestScheduler_Run_LeaseDeletedCancelsWithLeaseLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		started := make(chan Run, 1)
+		type result struct {
+			cause error
+			fence fencing.Token
+			ok    bool
+		}
+		done := make(chan result, 1)
+		var calls atomic.Int32
+		job := func(ctx context.Context) error {
+			if calls.Add(1) > 1 {
+				return nil
+			}
+			r, _ := RunFromContext(ctx)
+			started <- r
+			<-ctx.Done()
+			f, ok := fencing.FromContext(ctx)
+			done <- result{context.Cause(ctx), f, ok}
+			return context.Cause(ctx)
+		}
+		var ev events
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		require.NoError(t, s.Register("victim", Every(10*time.Second), job, WithTTL(3*time.Second)))
+		require.NoError(t, s.Start())
+
+		r := <-started
+		require.NotZero(t, r.Fence)
+		require.NoError(t, store.Release(t.Context(), r.LeaseID))
+		res := <-done // the next heartbeat (ttl/3) finds the lease gone
+		assert.ErrorIs(t, res.cause, heartbeat.ErrLeaseLost)
+		require.True(t, res.ok)
+		assert.Equal(t, r.Fence, res.fence)
+
+		synctest.Wait()
+		lost := ev.of(EventLeaseLost)
+		require.Len(t, lost, 1)
+		assert.ErrorIs(t, lost[0].Err, heartbeat.ErrLeaseLost)
+		assert.Equal(t, "victim", lost[0].Job)
+		require.Len(t, ev.of(EventFailed), 1)
+		assert.Empty(t, ev.of(EventReleased), "a lost lease is not released")
+	})
+}
+
+// A panicking job is recovered, reported to the observer, and its lease
+// released.
+func TestScheduler_Run_PanicRecoveredAndReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		var ev events
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		time.Sleep(500 * time.Millisecond) // off the grid: nothing fires at Start
+		require.NoError(t, s.Register("boom", Every(time.Minute), func(context.Context) error {
+			panic("kaboom")
+		}))
+		require.NoError(t, s.Start())
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+
+		p := ev.of(EventPanicked)
+		require.Len(t, p, 1)
+		assert.ErrorIs(t, p[0].Err, ErrPanic)
+		assert.ErrorContains(t, p[0].Err, "kaboom")
+		assert.Len(t, ev.of(EventReleased), 1)
+		locked, err := store.IsLocked(t.Context(), "job:boom")
+		require.NoError(t, err)
+		assert.False(t, locked)
+		st := s.Stats()
+		assert.Equal(t, uint64(1), st.Panicked)
+		assert.Equal(t, uint64(1), st.Released)
+	})
+}
+
+// A job that outlives WithTimeout sees its context cancelled with ErrTimeout.
+func TestScheduler_Run_TimeoutCancelsWithErrTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		causes := make(chan error, 1)
+		s := newScheduler(t, store)
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Register("slow", Every(time.Minute), func(ctx context.Context) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil
+		}, WithTimeout(2*time.Second)))
+		require.NoError(t, s.Start())
+		begin := time.Now()
+		cause := <-causes
+		assert.ErrorIs(t, cause, ErrTimeout)
+		assert.Equal(t, time.Minute-500*time.Millisecond+2*time.Second, time.Since(begin), "fired at 1m, timed out 2s later")
+	})
+}
+
+// Errors returned by the job are reported as failed, and the lease is
+// released.
+func TestScheduler_Run_ErrorReportedAndReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		var ev events
+		errJob := errors.New("disk full")
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Register("fails", Every(time.Second), func(context.Context) error { return errJob }))
+		require.NoError(t, s.Start())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		f := ev.of(EventFailed)
+		require.Len(t, f, 1)
+		assert.ErrorIs(t, f[0].Err, errJob)
+		assert.Len(t, ev.of(EventReleased), 1)
+	})
+}
