@@ -1,0 +1,111 @@
+package scheduler
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Shutdown mid-run cancels the job's context with ErrShutdown; once the job
+// returns its lease is released, and another replica runs the next
+// occurrence without waiting for the TTL.
+func TestScheduler_Shutdown_CancelsRunAndReleasesLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		base := time.Now()
+		time.Sleep(500 * time.Millisecond)
+		occ := newOccurrences()
+		started := make(chan struct{})
+		causes := make(chan error, 1)
+		var calls atomic.Int32
+		job := func(ctx context.Context) error {
+			_ = occ.record(ctx)
+			if calls.Add(1) == 1 {
+				close(started)
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return context.Cause(ctx)
+			}
+			return nil
+		}
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
+		b := newScheduler(t, store, WithInstanceID("b"))
+		for _, s := range []*Scheduler{a, b} {
+			require.NoError(t, s.Register("report", Every(time.Second), job, WithTTL(30*time.Second)))
+			require.NoError(t, s.Start())
+		}
+		<-started // a runs occurrence 1s from 0.9s
+		time.Sleep(300 * time.Millisecond)
+		require.NoError(t, a.Shutdown(t.Context()))
+		assert.ErrorIs(t, <-causes, ErrShutdown)
+		locked, err := store.IsLocked(t.Context(), "job:report")
+		require.NoError(t, err)
+		assert.False(t, locked, "the lease is released when Shutdown returns")
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, []int64{base.Add(time.Second).UnixMilli(), base.Add(2 * time.Second).UnixMilli()}, occ.sorted("report"),
+			"b ran occurrence 2s, 28s before a's TTL would have run out")
+		assert.Equal(t, uint64(1), b.Stats().Started)
+		assert.NoError(t, a.Shutdown(t.Context()), "Shutdown twice is safe")
+	})
+}
+
+// A job that ignores its context keeps its lease until the TTL runs out (its
+// heartbeat stops), and Shutdown reports it by name.
+func TestScheduler_Shutdown_StuckJobKeepsLeaseUntilTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		base := time.Now()
+		time.Sleep(500 * time.Millisecond)
+		occ := newOccurrences()
+		started, unblock := make(chan struct{}), make(chan struct{})
+		var calls atomic.Int32
+		job := func(ctx context.Context) error {
+			_ = occ.record(ctx)
+			if calls.Add(1) == 1 {
+				close(started)
+				<-unblock // ignores ctx
+			}
+			return nil
+		}
+		const ttl = 3 * time.Second
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
+		b := newScheduler(t, store, WithInstanceID("b"))
+		for _, s := range []*Scheduler{a, b} {
+			require.NoError(t, s.Register("stubborn", Every(time.Second), job, WithTTL(ttl)))
+			require.NoError(t, s.Start())
+		}
+		<-started // a runs occurrence 1s from 0.9s
+		time.Sleep(2 * time.Second) // heartbeats renew at 1.9s and 2.9s (ttl/3)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		err := a.Shutdown(ctx) // at 2.9s
+		cancel()
+		require.ErrorIs(t, err, ErrJobsStillRunning)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorContains(t, err, "stubborn")
+		shutAt := time.Now() // 3.4s; the last renewal (2.9s) set expiry 5.9s
+
+		locked, err := store.IsLocked(t.Context(), "job:stubborn")
+		require.NoError(t, err)
+		assert.True(t, locked, "the stuck job keeps its lease")
+
+		// The lease is no longer renewed: it stops being live at expiry +
+		// lease.ExpiryTolerance = 6.9s, and b runs occurrence 7s.
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		ms := occ.sorted("stubborn")
+		assert.Equal(t, []int64{base.Add(time.Second).UnixMilli(), base.Add(7 * time.Second).UnixMilli()}, ms,
+			"nothing ran while the stuck job held its lease; b ran the first occurrence after the TTL")
+		assert.Less(t, time.UnixMilli(ms[1]).Sub(shutAt), ttl+time.Second+time.Second)
+		assert.Equal(t, uint64(6), b.Stats().SkipLocked, "b skipped 1s to 6s as locked")
+
+		close(unblock)
+		require.NoError(t, a.Shutdown(t.Context()), "a second Shutdown waits for the job that was still running")
+	})
+}
