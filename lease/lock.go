@@ -1,0 +1,186 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/jonboulle/clockwork"
+)
+
+// Lock defaults. The backoff between attempts starts at
+// DefaultLockBackoffInitial, doubles (LockBackoffMultiplier) up to
+// DefaultLockBackoffMax, and each wait is randomized by ±LockBackoffJitter.
+const (
+	DefaultLockMaxWait        = 5 * time.Second        // how long Lock waits in all
+	DefaultLockBackoffInitial = 100 * time.Millisecond // first wait between attempts
+	DefaultLockBackoffMax     = 2 * time.Second        // longest wait between attempts
+	LockBackoffMultiplier     = 2.0                    // growth of the wait per attempt
+	LockBackoffJitter         = 0.5                    // randomization factor of each wait
+)
+
+// lockMinWait is the shortest wait between two attempts, even when the
+// holder reports less time left: Lock never spins.
+const lockMinWait = 5 * time.Millisecond
+
+// LockOption configures Lock. Options are checked before the first attempt;
+// a bad one makes Lock fail with ErrInvalidArgument.
+type LockOption func(*lockConfig) error
+
+type lockConfig struct {
+	maxWait             time.Duration
+	initial, maxBackoff time.Duration
+	acquire             []AcquireOption
+	clock               clockwork.Clock
+}
+
+// WithMaxWait bounds how long Lock waits for a locked key, measured from the
+// call; the last attempt is made when it has passed. d must be positive.
+// Default: DefaultLockMaxWait (5s). The context's deadline bounds Lock too.
+func WithMaxWait(d time.Duration) LockOption {
+	return func(c *lockConfig) error {
+		if d <= 0 {
+			return invalid("lock: max wait must be positive, got %s", d)
+		}
+		c.maxWait = d
+		return nil
+	}
+}
+
+// WithBackoff sets the first and the longest wait between attempts. The wait
+// doubles from initial up to maxInterval, each randomized by ±50%. initial must be
+// at least 1ms and maxInterval at least initial. Defaults: DefaultLockBackoffInitial
+// (100ms) and DefaultLockBackoffMax (2s).
+func WithBackoff(initial, maxInterval time.Duration) LockOption {
+	return func(c *lockConfig) error {
+		if initial < time.Millisecond {
+			return invalid("lock: initial backoff must be at least 1ms, got %s", initial)
+		}
+		if maxInterval < initial {
+			return invalid("lock: max backoff %s must be at least the initial backoff %s", maxInterval, initial)
+		}
+		c.initial, c.maxBackoff = initial, maxInterval
+		return nil
+	}
+}
+
+// WithAcquireOptions passes opts to every Store.Acquire attempt of Lock
+// (for example WithOwner). They are validated once, up front. Default: none.
+func WithAcquireOptions(opts ...AcquireOption) LockOption {
+	return func(c *lockConfig) error {
+		if _, err := ResolveAcquireOptions(opts); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		c.acquire = append(c.acquire, opts...)
+		return nil
+	}
+}
+
+// WithLockClock sets the clock Lock waits on and measures its max wait with.
+// Default: clockwork.NewRealClock(). Tests pass the fake clock their Store
+// uses.
+func WithLockClock(clock clockwork.Clock) LockOption {
+	return func(c *lockConfig) error {
+		if clock == nil {
+			return invalid("lock: clock must not be nil")
+		}
+		c.clock = clock
+		return nil
+	}
+}
+
+// Lock acquires the lease on key, waiting while another lease holds it.
+//
+// It calls store.Acquire and, as long as the key is locked (ErrLocked),
+// waits and tries again, with exponential backoff and jitter between
+// attempts (see WithBackoff). When the holder reports how long its lease
+// has left (LockedError.Remaining) and that is shorter than the next
+// backoff, Lock waits only that long (but at least 5ms), so it takes over an
+// expiring lease promptly; a lease released early is noticed at the next
+// attempt. Any other error, including ErrRoundClaimed and
+// ErrInvalidArgument, is returned at once.
+//
+// Lock makes its last attempt when the max wait (WithMaxWait, default 5s)
+// has passed and then fails with an error wrapping ErrAcquireTimeout and
+// the last ErrLocked. If ctx ends first, the error wraps the context's
+// error and the last ErrLocked, and also ErrAcquireTimeout for a deadline or
+// ErrAborted for a cancellation. Lock blocks until it returns; it starts no
+// goroutines.
+func Lock(ctx context.Context, store Store, key string, ttl time.Duration, opts ...LockOption) (*Lease, error) {
+	c := lockConfig{
+		maxWait:    DefaultLockMaxWait,
+		initial:    DefaultLockBackoffInitial,
+		maxBackoff: DefaultLockBackoffMax,
+		clock:      clockwork.NewRealClock(),
+	}
+	if ctx == nil {
+		return nil, invalid("lock: context must not be nil")
+	}
+	if store == nil {
+		return nil, invalid("lock: store must not be nil")
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&c); err != nil {
+			return nil, err
+		}
+	}
+
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.initial,
+		RandomizationFactor: LockBackoffJitter,
+		Multiplier:          LockBackoffMultiplier,
+		MaxInterval:         c.maxBackoff,
+		MaxElapsedTime:      0, // Lock enforces its max wait itself, with a last attempt at the end
+		Stop:                backoff.Stop,
+		Clock:               c.clock,
+	}
+	b.Reset()
+	bo := backoff.WithContext(b, ctx)
+	deadline := c.clock.Now().Add(c.maxWait)
+
+	for attempt := 1; ; attempt++ {
+		l, err := store.Acquire(ctx, key, ttl, c.acquire...)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrLocked) {
+			return nil, err
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			return nil, lockContextError(ctx, attempt, err)
+		}
+		var le *LockedError
+		if errors.As(err, &le) && le.Remaining > 0 && le.Remaining < wait {
+			wait = max(le.Remaining, lockMinWait)
+		}
+		left := deadline.Sub(c.clock.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: lock: key still locked after %s and %d attempts: %w",
+				ErrAcquireTimeout, c.maxWait, attempt, err)
+		}
+		wait = min(wait, left)
+
+		timer := c.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, lockContextError(ctx, attempt, err)
+		case <-timer.Chan():
+		}
+	}
+}
+
+// lockContextError is Lock's error when ctx ends while the key is locked.
+func lockContextError(ctx context.Context, attempts int, locked error) error {
+	cause := context.Cause(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: lock: context deadline passed after %d attempts: %w: %w", ErrAcquireTimeout, attempts, cause, locked)
+	}
+	return fmt.Errorf("%w: lock: context canceled after %d attempts: %w: %w", ErrAborted, attempts, cause, locked)
+}
