@@ -331,3 +331,34 @@ func TestStart_WithClock_PersistentErrorsCancelBeforeDeadline(t *testing.T) {
 	assert.ErrorIs(t, stop(), lease.ErrUnavailable)
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestStop_DuringExtend_NoRetryNoLoss: stopping (or cancelling the parent)
+// while an Extend is in flight ends that Extend's context; its error must
+// not be reported as a retry or a loss. Repeated, since the heartbeat may
+// see the Extend's result or the stop first.
+func TestStop_DuringExtend_NoRetryNoLoss(t *testing.T) {
+	for _, how := range []string{"stop", "parent"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newFakeStore(clockwork.NewRealClock())
+				store.setExtendHook(hang)
+				for range 20 {
+					l := acquire(t, store, lease.NewID(), ttl)
+					rec := &recorder{}
+					parent, cancel := context.WithCancel(t.Context())
+					_, stop, err := heartbeat.Start(parent, store, l,
+						heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
+					require.NoError(t, err)
+					time.Sleep(interval + interval/2) // the first renewal hangs
+					if how == "parent" {
+						cancel()
+					}
+					assert.NoError(t, stop())
+					cancel()
+					assert.Empty(t, rec.of(heartbeat.EventRetrying))
+					assert.Empty(t, rec.of(heartbeat.EventLost))
+				}
+			})
+		})
+	}
+}

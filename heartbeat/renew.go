@@ -91,6 +91,11 @@ loop:
 			}()
 		case r := <-results:
 			inflight = false
+			if h.ctx.Err() != nil {
+				// Stop or the parent ended the heartbeat and so this
+				// Extend's context: its error says nothing about the lease.
+				break loop
+			}
 			switch {
 			case r.err == nil:
 				deadline = lease.LocalDeadline(r.sent, ttl)
