@@ -177,6 +177,9 @@ func (r *Results) CommandTable(sc Scenario) Table {
 		var scriptUsec float64
 		names := make([]string, 0, len(sum))
 		for k, v := range sum {
+			if v.Calls == 0 {
+				continue
+			}
 			names = append(names, k)
 			if isScript(k) {
 				scriptUsec += v.Usec

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -14,6 +15,7 @@ const (
 	DefaultTTL         = 10 * time.Second
 	DefaultContention  = 16
 	DefaultParallelism = 64
+	DefaultWarmup      = 500 * time.Millisecond
 )
 
 // DefaultSweep is the concurrency sweep (goroutines on distinct keys) for
@@ -27,6 +29,7 @@ type Config struct {
 	TTL        time.Duration // lock TTL; default DefaultTTL
 	Sweep      []int         // Parallel worker counts; default DefaultSweep
 	Contention int           // workers on the hot key; default DefaultContention
+	Warmup     time.Duration // untimed run per contender before round 1; default DefaultWarmup
 	Log        io.Writer     // progress lines; nil for none
 }
 
@@ -45,6 +48,9 @@ func (c *Config) defaults() {
 	}
 	if c.Contention <= 0 {
 		c.Contention = DefaultContention
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = DefaultWarmup
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -86,6 +92,15 @@ func Run(ctx context.Context, admin *Admin, contenders []Contender, cfg Config) 
 		res.Runs[sc] = map[string][]Measurement{}
 	}
 
+	// Warm up every contender untimed (connections, script cache, pools),
+	// so the first measured round is not the first use.
+	for _, c := range contenders {
+		for _, sc := range []Scenario{{Kind: Sequential}, {Kind: Parallel, Workers: slices.Max(cfg.Sweep)}} {
+			if _, err := Measure(ctx, admin, c, sc, cfg.Warmup, cfg.TTL); err != nil {
+				return nil, fmt.Errorf("warm-up, %s: %w", c.Name(), err)
+			}
+		}
+	}
 	for r := range cfg.Rounds {
 		for _, sc := range res.Scenarios {
 			for i := range contenders {

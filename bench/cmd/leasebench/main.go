@@ -34,20 +34,22 @@ func main() {
 }
 
 type flags struct {
-	redis       string
-	rounds      int
-	duration    time.Duration
-	ttl         time.Duration
-	svg         string
-	contenders  string
-	cpuprofile  string
-	quiet       bool
-	scale       bool
-	scaleChild  bool
-	scaleJobs   int
-	scaleReps   int
-	scaleDur    time.Duration
-	scaleWarmup time.Duration
+	redis        string
+	rounds       int
+	duration     time.Duration
+	ttl          time.Duration
+	svg          string
+	contenders   string
+	cpuprofile   string
+	quiet        bool
+	scale        bool
+	scaleChild   bool
+	scaleJobs    int
+	scaleReps    int
+	scaleDur     time.Duration
+	scaleWarmup  time.Duration
+	scaleTTL     time.Duration
+	scaleReplica int
 }
 
 func parseFlags() flags {
@@ -66,6 +68,8 @@ func parseFlags() flags {
 	flag.IntVar(&f.scaleReps, "scale-replicas", 3, "scale: replicas (child processes)")
 	flag.DurationVar(&f.scaleDur, "scale-duration", 60*time.Second, "scale: length of the checked window")
 	flag.DurationVar(&f.scaleWarmup, "scale-warmup", 3*time.Second, "scale: time after every replica started before the checked window opens")
+	flag.DurationVar(&f.scaleTTL, "scale-ttl", 5*time.Second, "scale: job lease TTL")
+	flag.IntVar(&f.scaleReplica, "scale-replica", 0, "internal: replica number of a -scale-child")
 	flag.Parse()
 	return f
 }

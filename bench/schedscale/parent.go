@@ -1,0 +1,222 @@
+package schedscale
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cronguard/cronguard/bench/leasebench"
+	"github.com/cronguard/cronguard/scheduler"
+)
+
+// Config configures a scale run.
+type Config struct {
+	Addr     string        // Redis host:port, used by nothing else
+	Exe      string        // binary that runs a replica given ChildArgs
+	Replicas int           // replica processes
+	Jobs     int           // jobs registered on every replica
+	Interval time.Duration // the jobs' grid
+	TTL      time.Duration // job lease TTL
+	Window   time.Duration // length of the checked window
+	Warmup   time.Duration // from "all replicas started" to the window's start
+	Log      io.Writer     // progress
+}
+
+// ChildArgs returns the arguments that make Exe run replica i.
+type ChildArgs func(cfg Config, replica int) []string
+
+// Replica is what one replica reported.
+type Replica struct {
+	HeapPerJob float64       // bytes: HeapAlloc growth over New+Register+Start / jobs
+	CPU        time.Duration // CPU time between ready and stop
+	Wall       time.Duration // wall time between ready and stop
+	Runs       int           // occurrences it ran (all, in and out of the window)
+	Stats      scheduler.Stats
+	Err        string
+}
+
+// Report is the outcome of a scale run.
+type Report struct {
+	Config       Config
+	WindowStart  time.Time
+	Expected     int // jobs × occurrences in the window
+	Ran          int // occurrences in the window that ran at least once
+	Missed       int // occurrences in the window that never ran
+	Duplicated   int // extra runs of occurrences in the window (runs - 1, summed)
+	MissedJobs   []string
+	Replicas     []Replica
+	Commands     map[string]leasebench.CommandStat // INFO commandstats over the window
+	TotalCmds    int64                             // total_commands_processed over the window
+	InstOpsMid   int64                             // instantaneous_ops_per_sec sampled mid-window
+	MaxRunsOfOcc int
+}
+
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	dec   *json.Decoder
+	ready message
+	done  message
+}
+
+// Run performs a scale run.
+func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
+	admin, err := leasebench.NewAdmin(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+
+	children := make([]*child, cfg.Replicas)
+	defer func() {
+		for _, c := range children {
+			if c != nil && c.cmd.ProcessState == nil {
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+			}
+		}
+	}()
+	for i := range children {
+		cmd := exec.Command(cfg.Exe, args(cfg, i)...)
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("schedscale: start replica %d: %w", i, err)
+		}
+		children[i] = &child{cmd: cmd, stdin: stdin, dec: json.NewDecoder(bufio.NewReaderSize(stdout, 1<<20))}
+	}
+	for i, c := range children {
+		if err := c.dec.Decode(&c.ready); err != nil || c.ready.Event != "ready" {
+			return nil, fmt.Errorf("schedscale: replica %d did not get ready: %v", i, err)
+		}
+		fmt.Fprintf(cfg.Log, "replica %d ready: %d jobs registered and started\n", i, cfg.Jobs)
+	}
+
+	allReady := time.Now()
+	start := allReady.Add(cfg.Warmup).Truncate(cfg.Interval).Add(cfg.Interval)
+	end := start.Add(cfg.Window)
+	// Reset just before the window's first occurrence fires.
+	if err := sleepUntil(ctx, start.Add(-50*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if err := admin.ResetStats(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Log, "window %s .. %s\n", start.Format(time.TimeOnly), end.Format(time.TimeOnly))
+	rep := &Report{Config: cfg, WindowStart: start}
+	if err := sleepUntil(ctx, start.Add(cfg.Window/2)); err != nil {
+		return nil, err
+	}
+	if info, err := admin.Info(ctx, "stats"); err == nil {
+		rep.InstOpsMid = leasebench.ParseInfoInt(info, "instantaneous_ops_per_sec")
+	}
+	// The window's last occurrence is end-Interval; read the counters once it
+	// has had time to run.
+	if err := sleepUntil(ctx, end.Add(-50*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	if info, err := admin.Info(ctx, "stats"); err == nil {
+		rep.TotalCmds = leasebench.ParseInfoInt(info, "total_commands_processed")
+	}
+	if rep.Commands, err = admin.CommandStats(ctx); err != nil {
+		return nil, err
+	}
+	// Let the last occurrences finish, then stop the replicas.
+	if err := sleepUntil(ctx, end.Add(2*time.Second)); err != nil {
+		return nil, err
+	}
+	stopAt := time.Now()
+	for _, c := range children {
+		_, _ = io.WriteString(c.stdin, "stop\n")
+	}
+	for i, c := range children {
+		if err := c.dec.Decode(&c.done); err != nil || c.done.Event != "done" {
+			return nil, fmt.Errorf("schedscale: replica %d did not report: %v", i, err)
+		}
+		_ = c.stdin.Close()
+		if err := c.cmd.Wait(); err != nil {
+			return nil, fmt.Errorf("schedscale: replica %d: %w", i, err)
+		}
+		_ = stopAt
+		rep.Replicas = append(rep.Replicas, Replica{
+			HeapPerJob: (float64(c.ready.HeapAfter) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
+			CPU:        c.done.CPU - c.ready.CPU,
+			Wall:       stopAt.Sub(allReady),
+			Runs:       len(c.done.Runs),
+			Stats:      c.done.Stats,
+			Err:        c.done.Err,
+		})
+	}
+	rep.check(children, start, end)
+	return rep, nil
+}
+
+// check counts, for every job and every occurrence in [start, end), how
+// many times it ran across all replicas.
+func (r *Report) check(children []*child, start, end time.Time) {
+	iv := r.Config.Interval.Milliseconds()
+	slots := int((end.UnixMilli() - start.UnixMilli()) / iv)
+	counts := make([]uint8, r.Config.Jobs*slots)
+	for _, c := range children {
+		for _, run := range c.done.Runs {
+			job, occ := int(run[0]), run[1]
+			if job < 0 || job >= r.Config.Jobs || occ < start.UnixMilli() || occ >= end.UnixMilli() || (occ-start.UnixMilli())%iv != 0 {
+				continue
+			}
+			k := job*slots + int((occ-start.UnixMilli())/iv)
+			if counts[k] < 255 {
+				counts[k]++
+			}
+		}
+	}
+	r.Expected = len(counts)
+	for k, n := range counts {
+		switch {
+		case n == 0:
+			r.Missed++
+			if len(r.MissedJobs) < 10 {
+				r.MissedJobs = append(r.MissedJobs, JobName(k/slots)+"@"+start.Add(time.Duration(k%slots)*r.Config.Interval).UTC().Format("15:04:05"))
+			}
+		default:
+			r.Ran++
+			r.Duplicated += int(n) - 1
+		}
+		r.MaxRunsOfOcc = max(r.MaxRunsOfOcc, int(n))
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return errors.New("schedscale: interrupted")
+	case <-timer.C:
+		return nil
+	}
+}
+
+// DefaultChildArgs passes cfg to "-scale-child" flags of the leasebench
+// command.
+func DefaultChildArgs(cfg Config, replica int) []string {
+	return []string{"-scale-child", "-redis", cfg.Addr,
+		"-scale-replica", strconv.Itoa(replica),
+		"-scale-jobs", strconv.Itoa(cfg.Jobs),
+		"-scale-ttl", cfg.TTL.String()}
+}
