@@ -78,7 +78,7 @@ func Attach(s Store, l *Lease) *Lease {
 // Extend extends the lease through the Store it came from. See Store.Extend.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	if l.store == nil {
-		return time.Time{}, invalid("lease: extend: lease is not attached to a store")
+		return time.Time{}, invalid("extend: lease is not attached to a store")
 	}
 	return l.store.Extend(ctx, l.ID, ttl)
 }
@@ -87,7 +87,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, error
 // Store.Release.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.store == nil {
-		return invalid("lease: release: lease is not attached to a store")
+		return invalid("release: lease is not attached to a store")
 	}
 	return l.store.Release(ctx, l.ID)
 }

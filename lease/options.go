@@ -15,7 +15,8 @@ type AcquireOptions struct {
 	// Store's default owner when non-empty.
 	Owner string
 
-	roundSet bool
+	roundSet  bool // a round option was given (so a zero round is an error)
+	timeRound bool // the round came from WithRoundTime (so it needs a max skew)
 }
 
 // AcquireOption configures one Acquire call.
@@ -26,17 +27,21 @@ type AcquireOption func(*AcquireOptions)
 // round in the same atomic step. A lower or equal round fails with
 // ErrRoundClaimed. round must be positive. Round records are never deleted.
 func WithRound(round int64) AcquireOption {
-	return func(o *AcquireOptions) { o.Round, o.roundSet = round, true }
+	return func(o *AcquireOptions) {
+		o.Round, o.roundSet = round, true
+		o.MaxSkew, o.timeRound = 0, false
+	}
 }
 
 // WithRoundTime is WithRound(t.UnixMilli()) for rounds that are times (a
 // scheduled occurrence), with a bound: a round more than maxSkew ahead of the
 // server's clock is refused with ErrClockSkew and nothing is recorded, so a
-// replica whose clock runs fast cannot claim future rounds.
+// replica whose clock runs fast cannot claim future rounds. maxSkew must be
+// at least 1ms. A later WithRound replaces both the round and the bound.
 func WithRoundTime(t time.Time, maxSkew time.Duration) AcquireOption {
 	return func(o *AcquireOptions) {
 		o.Round, o.roundSet = t.UnixMilli(), true
-		o.MaxSkew = maxSkew
+		o.MaxSkew, o.timeRound = maxSkew, true
 	}
 }
 
@@ -66,7 +71,7 @@ func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
 	if o.MaxSkew > 0 && o.Round == 0 {
 		return o, invalid("max skew needs a round")
 	}
-	if o.MaxSkew > 0 && o.MaxSkew < time.Millisecond {
+	if o.timeRound && o.MaxSkew < time.Millisecond {
 		return o, invalid("max skew must be at least 1ms, got %s", o.MaxSkew)
 	}
 	if len(o.Owner) > MaxOwnerLen {

@@ -1,0 +1,71 @@
+package lease_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+func FuzzNormalizeKey(f *testing.F) {
+	for _, s := range []string{
+		"", "job", "a:b/{c}", "🔒", "cafe\u0301", "caf\u00e9", "\xff", "\u0958",
+		strings.Repeat("k", 512), strings.Repeat("k", 510) + "e\u0301", strings.Repeat("\u0301", 40),
+		strings.Repeat("k", 510) + "\u0958", "\x00", "\uFEFF",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		got, err := lease.NormalizeKey(key)
+		if err != nil {
+			if got != "" {
+				t.Fatalf("NormalizeKey(%q) returned %q with error %v", key, got, err)
+			}
+			return
+		}
+		if !utf8.ValidString(got) {
+			t.Fatalf("NormalizeKey(%q) = %q: not valid UTF-8", key, got)
+		}
+		if !norm.NFC.IsNormalString(got) {
+			t.Fatalf("NormalizeKey(%q) = %q: not NFC", key, got)
+		}
+		if got == "" || len(got) > lease.MaxKeyBytes {
+			t.Fatalf("NormalizeKey(%q) = %q: %d bytes", key, got, len(got))
+		}
+		again, err := lease.NormalizeKey(got)
+		if err != nil || again != got {
+			t.Fatalf("NormalizeKey is not idempotent: %q -> %q -> %q, %v", key, got, again, err)
+		}
+	})
+}
+
+func FuzzStorageKey(f *testing.F) {
+	f.Add("cronguard", "job", "job2", 1000, 26)
+	f.Add("cronguard::", strings.Repeat("k", 512), strings.Repeat("k", 511)+"x", 1000, 26)
+	f.Add("p", "a", "b", 30, 5)
+	f.Add("", "", "x", 0, 0)
+	f.Add("p", "k", "k", -5, 100)
+	f.Fuzz(func(t *testing.T, prefix, key, other string, budget, reserve int) {
+		got, err := lease.StorageKey(prefix, key, budget, reserve)
+		if err != nil {
+			return
+		}
+		if len(got) > budget-reserve {
+			t.Fatalf("StorageKey(%q, %q, %d, %d) = %q: %d bytes, over budget-reserve", prefix, key, budget, reserve, got, len(got))
+		}
+		again, _ := lease.StorageKey(prefix, key, budget, reserve)
+		if again != got {
+			t.Fatalf("StorageKey is not deterministic: %q then %q", got, again)
+		}
+		if other == key {
+			return
+		}
+		o, err := lease.StorageKey(prefix, other, budget, reserve)
+		if err == nil && o == got {
+			t.Fatalf("keys %q and %q share the storage key %q", key, other, got)
+		}
+	})
+}
