@@ -1,0 +1,181 @@
+package fencing
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// DefaultTableName is the fence table the package-level Advance and
+// CreateTable use.
+const DefaultTableName = "cronguard_fences"
+
+// MaxResourceBytes is the longest resource name accepted, in bytes.
+const MaxResourceBytes = 512
+
+// MaxToken is the greatest token a fence table can record: the column is a
+// signed 64-bit BIGINT, so tokens above math.MaxInt64 cannot be stored.
+const MaxToken Token = math.MaxInt64
+
+// Execer runs a statement. *sql.Tx, *sql.DB and *sql.Conn satisfy it.
+// Advance needs the caller's transaction (a *sql.Tx, or a *sql.Conn inside
+// BEGIN ... COMMIT) to protect anything: see the package documentation.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Table is a fence table: one row per resource holding the greatest token
+// recorded for it. Its columns are
+//
+//	resource TEXT NOT NULL PRIMARY KEY
+//	token    BIGINT NOT NULL CHECK (token > 0)
+//
+// Create makes it; a migration of your own with the same columns works as
+// well. A Table holds only its prepared statement text and is safe for
+// concurrent use.
+type Table struct {
+	name    string
+	dialect Dialect
+	advance string // the upsert, with two placeholders: resource, token
+	create  string
+}
+
+// NewTable returns the fence table called name in a database of the given
+// dialect. name is a table name or schema.table, each part matching
+// [a-z_][a-z0-9_]* and at most MaxIdentifierBytes long; it is quoted in every
+// statement. Anything else is refused with ErrInvalidArgument, so no
+// unchecked text ever reaches SQL.
+func NewTable(name string, dialect Dialect) (*Table, error) {
+	quoted, err := quoteTableName(name)
+	if err != nil {
+		return nil, err
+	}
+	p1, p2, err := dialect.placeholders()
+	if err != nil {
+		return nil, err
+	}
+	return &Table{
+		name:    name,
+		dialect: dialect,
+		// The alias keeps the WHERE clause valid for schema-qualified
+		// names in both dialects. Zero rows affected means the row exists
+		// with a greater token: the DO UPDATE's condition was false.
+		advance: "INSERT INTO " + quoted + " AS fence (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
+			" ON CONFLICT (resource) DO UPDATE SET token = excluded.token" +
+			" WHERE fence.token <= excluded.token",
+		create: "CREATE TABLE IF NOT EXISTS " + quoted + " (" +
+			"resource TEXT NOT NULL PRIMARY KEY, " +
+			"token BIGINT NOT NULL CHECK (token > 0))",
+	}, nil
+}
+
+// Name returns the table name as given to NewTable.
+func (t *Table) Name() string { return t.name }
+
+// Dialect returns the table's dialect.
+func (t *Table) Dialect() Dialect { return t.dialect }
+
+// Create creates the table if it does not exist (CREATE TABLE IF NOT
+// EXISTS); an existing table is left as it is. A schema in the name must
+// already exist.
+func (t *Table) Create(ctx context.Context, db Execer) error {
+	if err := t.check(db); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, t.create); err != nil {
+		return fmt.Errorf("fencing: create table %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// Advance records token for resource in one statement run on tx, and
+// returns an error wrapping ErrStale if a greater token was already
+// recorded for resource. An equal token passes, so one lease may write many
+// times. Run it in the same transaction as the writes it protects, and roll
+// that transaction back on any error: the recorded token commits or rolls
+// back with them.
+//
+// While the transaction is open, the fence row stays locked (PostgreSQL
+// row lock; SQLite write lock), so concurrent writers of one resource are
+// serialized: a later Advance waits, then sees the committed token. Under
+// PostgreSQL's REPEATABLE READ or SERIALIZABLE isolation that wait ends
+// in a serialization failure instead, which the caller retries as usual.
+//
+// token must be in [1, MaxToken] and resource non-empty valid UTF-8 without
+// NUL bytes, at most MaxResourceBytes long; otherwise Advance returns
+// ErrInvalidArgument without touching the database. Resources are compared
+// byte for byte.
+func (t *Table) Advance(ctx context.Context, tx Execer, resource string, token Token) error {
+	if err := t.check(tx); err != nil {
+		return err
+	}
+	if err := checkResource(resource); err != nil {
+		return err
+	}
+	if err := checkToken(token); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, t.advance, resource, int64(token))
+	if err != nil {
+		return fmt.Errorf("fencing: advance %q to %s: %w", resource, token, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("fencing: advance %q to %s: rows affected: %w", resource, token, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("fencing: advance %q to %s: %w: a greater token is recorded", resource, token, ErrStale)
+	}
+	return nil
+}
+
+// AdvanceFromContext is Advance with the token carried by ctx (see
+// NewContext; a scheduler job's context carries its lease's token). It
+// returns ErrNoToken when ctx carries none.
+func (t *Table) AdvanceFromContext(ctx context.Context, tx Execer, resource string) error {
+	token, ok := FromContext(ctx)
+	if !ok {
+		return fmt.Errorf("fencing: advance %q: %w (wrap the context with fencing.NewContext)", resource, ErrNoToken)
+	}
+	return t.Advance(ctx, tx, resource, token)
+}
+
+// check refuses a Table not made by NewTable and a nil Execer.
+func (t *Table) check(x Execer) error {
+	if t == nil || t.advance == "" {
+		return invalid("table must be created with fencing.NewTable")
+	}
+	if x == nil {
+		return invalid("tx must not be nil")
+	}
+	return nil
+}
+
+func checkResource(resource string) error {
+	switch {
+	case resource == "":
+		return invalid("resource must not be empty")
+	case len(resource) > MaxResourceBytes:
+		return invalid("resource must be at most %d bytes, got %d", MaxResourceBytes, len(resource))
+	case !utf8.ValidString(resource):
+		return invalid("resource must be valid UTF-8")
+	}
+	for i := 0; i < len(resource); i++ {
+		if resource[i] == 0 {
+			return invalid("resource must not contain NUL bytes, found one at byte %d", i)
+		}
+	}
+	return nil
+}
+
+func checkToken(token Token) error {
+	switch {
+	case token == 0:
+		return invalid("token must not be zero (no lease issues token 0)")
+	case token > MaxToken:
+		return invalid("token %d does not fit the BIGINT token column (max %d)", uint64(token), uint64(MaxToken))
+	}
+	return nil
+}
