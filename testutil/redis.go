@@ -88,7 +88,9 @@ func (r *Redis) start() error {
 	return nil
 }
 
-// Stop kills the server and waits for it. It is safe to call twice.
+// Stop kills the server (SIGKILL: nothing is flushed, see Restart for a
+// graceful stop) and waits for it. It is safe to call twice; StartRedis
+// registers it with t.Cleanup.
 func (r *Redis) Stop() {
 	r.mu.Lock()
 	cmd := r.cmd
@@ -97,8 +99,7 @@ func (r *Redis) Stop() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot die of SIGKILL... it can, but be tidy
-	_ = cmd.Process.Kill()
+	_ = cmd.Process.Kill() // SIGKILL ends a paused (SIGSTOP) process too
 	_ = cmd.Wait()
 }
 

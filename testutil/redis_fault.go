@@ -1,0 +1,92 @@
+package testutil
+
+import (
+	"syscall"
+	"time"
+)
+
+// redisShutdownTimeout bounds how long Restart waits for redis-server to
+// exit after SIGTERM before it kills it.
+const redisShutdownTimeout = 10 * time.Second
+
+// PID returns the process ID of the running redis-server, or 0 after Stop.
+// It changes on Restart.
+func (r *Redis) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
+// Pause stops the server process with SIGSTOP: connections stay open and
+// the kernel keeps accepting new ones, but nothing is answered until
+// Resume, as when a server stalls (a long fork, a VM pause, a GC-like
+// freeze). Keys' TTLs keep running on the server's clock meanwhile. The
+// test fails if the server is not running.
+func (r *Redis) Pause() {
+	r.t.Helper()
+	r.signal(syscall.SIGSTOP, "Pause")
+}
+
+// Resume continues a server stopped by Pause with SIGCONT; it answers the
+// requests that queued up meanwhile. Resuming a running server does
+// nothing. The test fails if the server is not running.
+func (r *Redis) Resume() {
+	r.t.Helper()
+	r.signal(syscall.SIGCONT, "Resume")
+}
+
+func (r *Redis) signal(sig syscall.Signal, op string) {
+	r.t.Helper()
+	r.mu.Lock()
+	cmd := r.cmd
+	r.mu.Unlock()
+	if cmd == nil {
+		r.t.Fatalf("testutil: Redis.%s: redis-server on %s is not running", op, r.Addr)
+		return
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("testutil: Redis.%s: signal redis-server: %v", op, err)
+	}
+}
+
+// Restart shuts the server down gracefully (SIGTERM, which flushes the
+// append-only file; after 10s it is killed) and starts it again with the
+// same arguments, port and directory, returning once it answers PING.
+// Clients' connections break and must reconnect. What survives is what
+// the configuration persisted: start the server with
+// StartRedis(t, "--appendonly", "yes", "--appendfsync", "always") for
+// every acknowledged write to survive; with the defaults nothing does. A
+// paused server is resumed first. The test fails if the server is not
+// running or does not come back.
+func (r *Redis) Restart() {
+	r.t.Helper()
+	r.mu.Lock()
+	cmd := r.cmd
+	r.cmd = nil
+	r.mu.Unlock()
+	if cmd == nil {
+		r.t.Fatalf("testutil: Redis.Restart: redis-server on %s is not running", r.Addr)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(redisShutdownTimeout)
+	select {
+	case <-done:
+		timer.Stop()
+	case <-timer.C:
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	if err := r.start(); err != nil {
+		r.t.Fatalf("testutil: Redis.Restart: %v", err)
+	}
+}
