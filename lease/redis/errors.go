@@ -54,6 +54,8 @@ func classify(ctx context.Context, err error) error {
 	}
 	var ne net.Error
 	switch {
+	case errors.Is(err, errReplicaAck): // wait.go
+		return lease.ErrUnavailable
 	case errors.Is(err, rueidis.ErrClosing), errors.Is(err, rueidis.ErrNoSlot), errors.Is(err, rueidis.ErrNoAddr):
 		return lease.ErrUnavailable
 	case errors.As(err, &ne) && ne.Timeout():

@@ -18,6 +18,7 @@ type config struct {
 	cleanup bool
 	logger  *slog.Logger
 	clock   clockwork.Clock
+	ack     replicaAck // WithReplicaAck (wait.go); zero: off
 }
 
 // Option configures a Store. Options validate their input; New returns the

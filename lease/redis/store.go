@@ -59,6 +59,7 @@ type Store struct {
 	cleanup    bool
 	log        *slog.Logger
 	clock      clockwork.Clock
+	ack        replicaAck // WithReplicaAck (wait.go); zero: off
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -82,6 +83,7 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 		cleanup:    c.cleanup,
 		log:        c.logger.With("component", "lease/redis"),
 		clock:      c.clock,
+		ack:        c.ack,
 	}, nil
 }
 
@@ -129,7 +131,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		strconv.FormatInt(o.MaxSkew.Milliseconds(), 10),
 	}
 	sent := s.clock.Now()
-	resp := acquireScript.Exec(ctx, s.client, []string{ks.data, indexPrefix(s.prefix, ks.slot) + id, ks.fence, ks.round}, args)
+	resp := s.execAcquire(ctx, []string{ks.data, indexPrefix(s.prefix, ks.slot) + id, ks.fence, ks.round}, args)
 	if err := resp.Error(); err != nil {
 		err = wrapErr(ctx, op, what, err)
 		if isAmbiguous(err) {
