@@ -125,6 +125,35 @@ func (c *Cluster) Client(t testing.TB) rueidis.Client {
 	return cl
 }
 
+// NodeClient returns a rueidis client bound to the single node addr (no
+// cluster routing, so commands see only that node's keys), with client-side
+// caching disabled, closed when the test ends.
+func (c *Cluster) NodeClient(t testing.TB, addr string) rueidis.Client {
+	t.Helper()
+	cl, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		DisableCache:      true,
+		ForceSingleClient: true,
+	})
+	if err != nil {
+		t.Fatalf("testutil: cluster node client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// SlotRanges returns the inclusive slot ranges the primary at addr serves.
+func (c *Cluster) SlotRanges(t testing.TB, addr string) [][2]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ranges, err := c.slotRanges(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges
+}
+
 // NodeOf returns the address of the primary that serves the slot of the
 // given Redis key (as CLUSTER KEYSLOT computes it, hash tags included).
 func (c *Cluster) NodeOf(t testing.TB, key string) string {

@@ -258,6 +258,35 @@ func (s *Sentinel) Client(t testing.TB) rueidis.Client {
 	return c
 }
 
+// PauseReplica freezes the current replica's process with SIGSTOP, so it
+// stays connected but acknowledges nothing, and returns a function that
+// resumes it (SIGCONT). The replica is also resumed when the test ends.
+func (s *Sentinel) PauseReplica(t testing.TB) (resume func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := redisCLI(ctx, s.Replica.Addr, "INFO", "server")
+	if err != nil {
+		t.Fatalf("testutil: pause replica: %v", err)
+	}
+	pid := 0
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, _ = strconv.Atoi(v)
+		}
+	}
+	if pid <= 0 {
+		t.Fatalf("testutil: pause replica: no process_id in INFO server")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("testutil: pause replica: %v", err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
+}
+
 // Failover forces a failover with SENTINEL FAILOVER and waits until every
 // sentinel names the former replica as the master and that server reports
 // the master role. It then makes the former primary a replica of the new
