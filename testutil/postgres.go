@@ -134,7 +134,7 @@ func (p *Postgres) start(bin, data, sockDir string, port int, logPath string, cr
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
 
-	if err := waitPostgres(p.DSN, done, postgresStartTimeout); err != nil {
+	if err := waitPostgres(p.DSN, data, done, postgresStartTimeout); err != nil {
 		p.Stop()
 		log, _ := os.ReadFile(logPath)
 		return fmt.Errorf("testutil: postgres on port %d did not accept connections: %w\n%s", port, err, tail(string(log), 2000))
@@ -175,8 +175,10 @@ func (p *Postgres) DB(t testing.TB) *sql.DB {
 }
 
 // waitPostgres pings dsn until the server answers, the process exits
-// (done is closed) or timeout passes.
-func waitPostgres(dsn string, done <-chan struct{}, timeout time.Duration) error {
+// (done is closed) or timeout passes. It then checks that the server that
+// answered is the one serving data: another server may have taken the port
+// between FreePort and bind.
+func waitPostgres(dsn, data string, done <-chan struct{}, timeout time.Duration) error {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return err
@@ -191,7 +193,7 @@ func waitPostgres(dsn string, done <-chan struct{}, timeout time.Duration) error
 		err = db.PingContext(pingCtx)
 		pingCancel()
 		if err == nil {
-			return nil
+			return checkDataDirectory(ctx, db, data)
 		}
 		select {
 		case <-done:
@@ -201,6 +203,18 @@ func waitPostgres(dsn string, done <-chan struct{}, timeout time.Duration) error
 		case <-tick.C:
 		}
 	}
+}
+
+// checkDataDirectory fails unless the server behind db serves data.
+func checkDataDirectory(ctx context.Context, db *sql.DB, data string) error {
+	var got string
+	if err := db.QueryRowContext(ctx, "SHOW data_directory").Scan(&got); err != nil {
+		return fmt.Errorf("SHOW data_directory: %w", err)
+	}
+	if filepath.Clean(got) != filepath.Clean(data) {
+		return fmt.Errorf("the port is served by another server (data directory %s, want %s)", got, data)
+	}
+	return nil
 }
 
 // postgresBinDir returns the directory holding initdb and postgres.

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,11 +39,21 @@ func TestPostgres_Stop_RefusesConnections(t *testing.T) {
 func TestPostgresBinDir_FindsInitdbAndPostgres(t *testing.T) {
 	dir, err := postgresBinDir()
 	require.NoError(t, err)
-	assert.FileExists(t, dir+"/initdb")
-	assert.FileExists(t, dir+"/postgres")
+	assert.FileExists(t, filepath.Join(dir, "initdb"))
+	assert.FileExists(t, filepath.Join(dir, "postgres"))
 }
 
 func TestVersionOf_OrdersNumerically(t *testing.T) {
 	assert.Greater(t, versionOf("/usr/lib/postgresql/15/bin"), versionOf("/usr/lib/postgresql/9.6/bin"))
 	assert.Equal(t, float64(-1), versionOf("/usr/lib/postgresql/devel/bin"))
+}
+
+func TestCheckDataDirectory_RejectsOtherServer(t *testing.T) {
+	pg := StartPostgres(t)
+	db := pg.DB(t)
+
+	require.NoError(t, checkDataDirectory(t.Context(), db, filepath.Join(pg.Dir, "data")))
+	err := checkDataDirectory(t.Context(), db, filepath.Join(t.TempDir(), "data"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "another server")
 }

@@ -1,10 +1,7 @@
-// Package testutil starts the real services cronguard's tests need (a
-// redis-server, a PostgreSQL server) on free loopback ports, and injects
-// faults between a client and a server. It is imported only by tests and
-// examples.
 package testutil
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -85,7 +82,39 @@ func (r *Redis) start() error {
 		log, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
 		return fmt.Errorf("testutil: redis-server on %s did not answer: %w\n%s", r.Addr, err, tail(string(log), 2000))
 	}
+	// Another server may have taken the port between FreePort and bind.
+	if pid, err := redisServerPID(r.Addr); err != nil || pid != cmd.Process.Pid {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		r.mu.Lock()
+		r.cmd = nil
+		r.mu.Unlock()
+		return fmt.Errorf("testutil: %s is answered by another process (pid %d, %v), not the redis-server started (pid %d)", r.Addr, pid, err, cmd.Process.Pid)
+	}
 	return nil
+}
+
+// redisServerPID asks the server on addr for its process ID (INFO server).
+func redisServerPID(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, err
+		}
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
 }
 
 // Stop kills the server (SIGKILL: nothing is flushed, see Restart for a

@@ -82,3 +82,15 @@ func TestRedis_Restart_ResumesPausedServer(t *testing.T) {
 	srv.Restart()
 	require.NoError(t, ping(srv.Addr))
 }
+
+func TestRedis_Start_PortTakenByAnotherServerFails(t *testing.T) {
+	other := StartRedis(t)
+	r := &Redis{t: t, Dir: t.TempDir(), Addr: other.Addr}
+	t.Cleanup(r.Stop)
+
+	err := r.start()
+
+	require.Error(t, err, "a server answering on the port that is not ours must be detected")
+	assert.Contains(t, err.Error(), "another process")
+	assert.Zero(t, r.PID())
+}

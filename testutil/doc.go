@@ -1,0 +1,32 @@
+// Package testutil starts the real services cronguard's tests need and
+// injects faults between them and their clients. It is imported only by
+// tests and examples.
+//
+// Services, each on a free 127.0.0.1 port with its own temporary directory,
+// stopped when the test ends:
+//
+//   - StartRedis runs a redis-server. (*Redis).Pause and Resume freeze and
+//     thaw the process (SIGSTOP/SIGCONT); Restart stops it gracefully and
+//     starts it again on the same port and directory, so with
+//     "--appendonly yes --appendfsync always" acknowledged writes survive.
+//   - StartPostgres runs a fresh PostgreSQL cluster (trust authentication,
+//     fsync off); (*Postgres).DB opens it with the pgx database/sql driver.
+//     Under root the server runs as the "postgres" user, as PostgreSQL
+//     refuses to run as root.
+//
+// Faults: NewProxy puts a TCP proxy in front of any address. Cut closes
+// connections and refuses new ones, Blackhole silently drops every byte,
+// SetLatency delays every chunk, and Restore undoes all three.
+//
+// Guarantees: every process and goroutine started here is stopped and
+// waited for by t.Cleanup (server processes also get SIGKILL if the test
+// binary dies); a missing binary fails the test at once with a message
+// saying how to install it (./scripts/test installs them on Debian/Ubuntu).
+//
+// Not guaranteed: the ports come from FreePort, so another process can take
+// one between choosing and binding it (the start then fails loudly rather
+// than connecting to a stranger); the servers are configured for speed, not
+// durability (no fsync in PostgreSQL, no RDB snapshots in Redis); and a
+// fault takes effect for bytes read after the call returns, not for a
+// chunk already in flight.
+package testutil
