@@ -10,6 +10,7 @@ require (
 	github.com/go-redsync/redsync/v4 v4.17.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/redis/rueidis v1.0.79
+	github.com/stretchr/testify v1.12.1
 )
 
 require (
@@ -20,6 +21,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
