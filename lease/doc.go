@@ -1,0 +1,51 @@
+// Package lease is cronguard's backend-agnostic lease model: the Store
+// interface, Lease and Info, the errors every Store returns, validation of
+// keys, TTLs and IDs, storage-key derivation, and Lock, which waits for a
+// locked key.
+//
+// A lease is a named, time-limited claim on a key. Store.Acquire makes one
+// attempt to take it for a TTL; the holder keeps it alive with Extend (which
+// sets the expiry to server-now + TTL; it never adds) and gives it up with
+// Release. Both work from the lease's ID alone, which is the only proof of
+// ownership. lease/redis is the production Store; lease/memory keeps leases
+// in process with the same semantics; lease/leasetest is the conformance
+// suite both pass.
+//
+// # Guarantees
+//
+//   - Mutual exclusion, best effort and time-bounded: at most one lease on a
+//     key is live at a time, as judged by the store's (server's) clock.
+//   - Liveness rule: a lease is live while ExpiresAt > serverNow -
+//     ExpiryTolerance (1s). The tolerance absorbs small steps of the server
+//     clock and errs towards exclusion: a key is free for another holder only
+//     a second after its lease's ExpiresAt.
+//   - Expired leases are remembered for ExpiredRetention (10s) so that Extend
+//     and Release can say ReasonExpired instead of ReasonNotFound. Such
+//     records never block an acquire.
+//   - Fences: every successful acquire returns a fencing.Token strictly
+//     greater than every earlier token for that key. Fence counters are kept
+//     forever: they are never deleted and never expire.
+//   - Rounds: Acquire with WithRound or WithRoundTime succeeds only for a
+//     round newer than every round recorded for the key, and records it in
+//     the same atomic step. Round records, too, are kept forever. A time
+//     round further ahead of the server's clock than its maximum skew is
+//     refused with ErrClockSkew and nothing is recorded.
+//   - Validation happens before any I/O: a bad key, TTL, ID or option fails
+//     with ErrInvalidArgument and a message naming the rule.
+//
+// # What is not guaranteed
+//
+//   - A holder that is paused or partitioned may still be running after its
+//     lease expired. Lease.Deadline (on the local, monotonic clock: the time
+//     the acquire was sent, plus the TTL, minus a drift allowance) says how
+//     long the holder may trust the lease; heartbeat cancels work before it. Go
+//     cannot stop a goroutine that ignores its context: protect writes with
+//     the lease's fence (package fencing).
+//   - ExpiresAt and AcquiredAt are server times for display: never compare
+//     them with the local clock.
+//   - With Redis, replication is asynchronous: a failover can lose a lease,
+//     and fencing holds only if the fence counter survives (persistence or
+//     WAIT). lease/memory forgets everything when the process ends.
+//   - Extend and Release may take effect on the server even when they
+//     return ErrTimeout.
+package lease
