@@ -32,8 +32,14 @@ func advanceTx(t *testing.T, db *sql.DB, table *fencing.Table, resource string, 
 // and whether there is a row.
 func recorded(t *testing.T, b backend, db *sql.DB, resource string) (int64, bool) {
 	t.Helper()
+	return recordedIn(t, b, db, "fences", resource)
+}
+
+// recordedIn is recorded for the fence table called table.
+func recordedIn(t *testing.T, b backend, db *sql.DB, table, resource string) (int64, bool) {
+	t.Helper()
 	var token int64
-	err := db.QueryRowContext(t.Context(), b.rebind("SELECT token FROM fences WHERE resource = ?"), resource).Scan(&token)
+	err := db.QueryRowContext(t.Context(), b.rebind("SELECT token FROM "+table+" WHERE resource = ?"), resource).Scan(&token)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false
 	}
