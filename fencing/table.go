@@ -95,7 +95,8 @@ func (t *Table) Create(ctx context.Context, db Execer) error {
 // recorded for resource. An equal token passes, so one lease may write many
 // times. Run it in the same transaction as the writes it protects, and roll
 // that transaction back on any error: the recorded token commits or rolls
-// back with them.
+// back with them. Running it first in the transaction lets a stale holder
+// fail before doing any work.
 //
 // While the transaction is open, the fence row stays locked (PostgreSQL
 // row lock; SQLite write lock), so concurrent writers of one resource are
