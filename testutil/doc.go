@@ -13,6 +13,9 @@
 //     fsync off); (*Postgres).DB opens it with the pgx database/sql driver.
 //     Under root the server runs as the "postgres" user, as PostgreSQL
 //     refuses to run as root.
+//   - StartCluster, StartSentinel and StartTLSRedis run a Redis Cluster, a
+//     primary with a replica and three sentinels, and a TLS-only
+//     redis-server, for the topology tests of lease/redis.
 //
 // Faults: NewProxy puts a TCP proxy in front of any address. Cut closes
 // connections and refuses new ones, Blackhole silently drops every byte,
