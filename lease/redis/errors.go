@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,8 @@ func classify(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, errReplicaAck): // wait.go
 		return lease.ErrUnavailable
+	case errors.As(err, new(*tls.CertificateVerificationError)):
+		return lease.ErrAuth // the client does not trust the server's TLS certificate
 	case errors.Is(err, rueidis.ErrClosing), errors.Is(err, rueidis.ErrNoSlot), errors.Is(err, rueidis.ErrNoAddr):
 		return lease.ErrUnavailable
 	case errors.As(err, &ne) && ne.Timeout():
