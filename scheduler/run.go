@@ -47,6 +47,10 @@ func (s *Scheduler) fire(j *job) {
 	occ = occ.In(s.cfg.location)
 	ev := Event{Job: j.name, Occurrence: occ}
 	log := s.log.With(slog.String("job", j.name), slog.Time("occurrence", occ))
+	if !j.firstFiring(occ.UnixMilli()) {
+		log.Debug("duplicate firing of an occurrence already handled here: dropped")
+		return
+	}
 	if s.base.Err() != nil {
 		s.skip(log, ev, SkipShutdown, nil)
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +47,25 @@ type job struct {
 	ttl      time.Duration
 	timeout  time.Duration
 	owner    string
+
+	// lastFired is the latest occurrence (Unix ms) this replica fired for;
+	// gocron can fire one scheduled time twice, and the second is dropped
+	// here without a store round trip.
+	lastFired atomic.Int64
+}
+
+// firstFiring records occ as fired and reports whether it is newer than
+// every occurrence fired before.
+func (j *job) firstFiring(occ int64) bool {
+	for {
+		last := j.lastFired.Load()
+		if occ <= last {
+			return false
+		}
+		if j.lastFired.CompareAndSwap(last, occ) {
+			return true
+		}
+	}
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
