@@ -30,6 +30,7 @@ type Config struct {
 	Sweep      []int         // Parallel worker counts; default DefaultSweep
 	Contention int           // workers on the hot key; default DefaultContention
 	Warmup     time.Duration // untimed run per contender before round 1; default DefaultWarmup
+	Only       []string      // run only the scenarios with these names (Scenario.String); default all
 	Log        io.Writer     // progress lines; nil for none
 }
 
@@ -88,6 +89,9 @@ func Run(ctx context.Context, admin *Admin, contenders []Contender, cfg Config) 
 		res.Scenarios = append(res.Scenarios, Scenario{Kind: Parallel, Workers: n})
 	}
 	res.Scenarios = append(res.Scenarios, Scenario{Kind: Contention, Workers: cfg.Contention}, Scenario{Kind: Extend})
+	if len(cfg.Only) > 0 {
+		res.Scenarios = slices.DeleteFunc(res.Scenarios, func(sc Scenario) bool { return !slices.Contains(cfg.Only, sc.String()) })
+	}
 	for _, sc := range res.Scenarios {
 		res.Runs[sc] = map[string][]Measurement{}
 	}

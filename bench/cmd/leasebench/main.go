@@ -40,6 +40,7 @@ type flags struct {
 	ttl          time.Duration
 	svg          string
 	contenders   string
+	only         string
 	cpuprofile   string
 	quiet        bool
 	scale        bool
@@ -60,6 +61,7 @@ func parseFlags() flags {
 	flag.DurationVar(&f.ttl, "ttl", leasebench.DefaultTTL, "lock TTL")
 	flag.StringVar(&f.svg, "svg", "", "write the throughput-against-concurrency chart to this SVG file")
 	flag.StringVar(&f.contenders, "contenders", "", "comma-separated contenders to run besides the floor (default all: "+strings.Join(leasebench.ContenderNames()[1:], ",")+")")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (sequential, parallel-N, contention-16, extend); default all")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to this file")
 	flag.BoolVar(&f.quiet, "q", false, "no progress lines on stderr")
 	flag.BoolVar(&f.scale, "scale", false, "run the scheduler scale test instead of the lease benchmark")
@@ -132,10 +134,14 @@ func runLease(ctx context.Context, f flags, addr string, progress io.Writer) err
 		return err
 	}
 	defer admin.Close()
+	var only []string
+	if f.only != "" {
+		only = strings.Split(f.only, ",")
+	}
 
 	fmt.Fprintln(os.Stdout, machineHeader(ctx, admin))
 	res, err := leasebench.Run(ctx, admin, contenders, leasebench.Config{
-		Rounds: f.rounds, Duration: f.duration, TTL: f.ttl, Log: progress,
+		Rounds: f.rounds, Duration: f.duration, TTL: f.ttl, Log: progress, Only: only,
 	})
 	if err != nil {
 		return err
