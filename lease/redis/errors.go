@@ -51,6 +51,9 @@ func classify(ctx context.Context, err error) error {
 		if kind, ok := redisErrorKinds[word]; ok {
 			return kind
 		}
+		if isScriptACLDenial(msg) {
+			return lease.ErrAuth
+		}
 		return lease.ErrInternal
 	}
 	var ne net.Error
@@ -100,3 +103,12 @@ var errUnreadable = errors.New("unreadable lease record or index at the lease's 
 
 // errBadReply is the cause for a reply of an unexpected shape.
 var errBadReply = errors.New("unexpected reply from script")
+
+// isScriptACLDenial reports whether a Redis error reply says that a command
+// called inside a script was refused by the ACL. Redis sends these as ERR,
+// not NOPERM: "ERR The user executing the script can't run this command or
+// subcommand ..." (7.0) and "ERR ACL failure in script: ..." (7.2 and
+// later, which also names the command).
+func isScriptACLDenial(msg string) bool {
+	return strings.Contains(msg, "The user executing the script can't") || strings.Contains(msg, "ACL failure in script")
+}
