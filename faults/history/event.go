@@ -1,0 +1,100 @@
+package history
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kind says what an Event records.
+type Kind string
+
+// Event kinds written by a replica.
+const (
+	Boot          Kind = "boot"           // the replica process started
+	Ready         Kind = "ready"          // its scheduler started
+	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent
+	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, error), Err
+	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
+	ExtendError   Kind = "extend_error"   // Store.Extend failed: Err
+	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall
+	ReleaseError  Kind = "release_error"  // Store.Release failed: Err
+	Skip          Kind = "skip"           // scheduler skipped an occurrence: Reason
+	RunStart      Kind = "run_start"      // the job function was called
+	CtxDone       Kind = "ctx_done"       // the run's context ended while the job ran: Cause
+	WriteAccepted Kind = "write_accepted" // fenced write committed: WriteID
+	WriteRejected Kind = "write_rejected" // fenced write refused with fencing.ErrStale
+	WriteError    Kind = "write_error"    // write failed for another reason: Err
+	RunEnd        Kind = "run_end"        // the job function returned: Err
+	LeaseLost     Kind = "lease_lost"     // scheduler reported the lease lost: Cause
+	Shutdown      Kind = "shutdown"       // the replica is shutting down
+)
+
+// Event kinds written by the harness.
+const (
+	HarnessStart Kind = "harness_start" // Seed
+	HarnessEnd   Kind = "harness_end"
+	FaultStart   Kind = "fault_start" // Fault, Target
+	FaultEnd     Kind = "fault_end"   // Fault, Target
+)
+
+// Fault kinds.
+const (
+	FaultKill         = "kill"          // SIGKILL of a replica, restarted at FaultEnd
+	FaultStop         = "stop"          // SIGSTOP of a replica, SIGCONT at FaultEnd
+	FaultBlackhole    = "blackhole"     // the replica's proxy forwards nothing
+	FaultCut          = "cut"           // the replica's proxy drops and refuses connections
+	FaultRedisRestart = "redis_restart" // redis-server restarted (Target "redis")
+)
+
+// Causes of a run context's end (CtxDone, LeaseLost).
+const (
+	CauseLost        = "lost"        // heartbeat.ErrLeaseLost
+	CauseUnconfirmed = "unconfirmed" // heartbeat.ErrLeaseUnconfirmed
+	CauseShutdown    = "shutdown"    // scheduler.ErrShutdown
+	CauseTimeout     = "timeout"     // scheduler.ErrTimeout
+	CauseOther       = "other"
+)
+
+// Event is one line of a history. Fields that do not apply are omitted.
+type Event struct {
+	Mono    int64  `json:"mono"`              // CLOCK_MONOTONIC, ns
+	Wall    int64  `json:"wall"`              // CLOCK_REALTIME, Unix ns
+	Replica string `json:"replica,omitempty"` // replica name, or "harness"
+	PID     int    `json:"pid,omitempty"`
+	Kind    Kind   `json:"kind"`
+
+	Job        string `json:"job,omitempty"`
+	Occurrence int64  `json:"occ,omitempty"`   // the occurrence (round), Unix ms
+	Fence      uint64 `json:"fence,omitempty"` // the lease's fencing token
+	Lease      string `json:"lease,omitempty"` // the lease ID in short form
+
+	AcquiredAt int64 `json:"acquired_at,omitempty"` // server time, Unix ms
+	ExpiresAt  int64 `json:"expires_at,omitempty"`  // server time, Unix ms
+	Sent       int64 `json:"sent,omitempty"`        // CLOCK_MONOTONIC when the request was sent, ns
+	SentWall   int64 `json:"sent_wall,omitempty"`   // CLOCK_REALTIME when the request was sent, Unix ns
+
+	Reason  string `json:"reason,omitempty"`
+	Cause   string `json:"cause,omitempty"`
+	Err     string `json:"err,omitempty"`
+	WriteID int64  `json:"write_id,omitempty"`
+
+	Fault  string `json:"fault,omitempty"`
+	Target string `json:"target,omitempty"`
+	Seed   int64  `json:"seed,omitempty"`
+}
+
+// Mono returns this machine's CLOCK_MONOTONIC reading in nanoseconds. It
+// is comparable across the processes of one boot of one machine.
+func Mono() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		// CLOCK_MONOTONIC is always present on Linux; a failure is a
+		// broken platform, not an input.
+		panic("history: clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}
+
+// Wall returns CLOCK_REALTIME in Unix nanoseconds.
+func Wall() int64 { return time.Now().UnixNano() }

@@ -1,0 +1,88 @@
+package history
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestWriter_Write_RoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r1.jsonl")
+	w, err := Create(path, "r1")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, w.Write(Event{Kind: Acquire, Job: "j", Fence: uint64(i + 1)}))
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, w.Close())
+	require.Error(t, w.Write(Event{Kind: Boot}), "write after close")
+
+	evs, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, evs, 50)
+	seen := map[uint64]bool{}
+	for _, e := range evs {
+		assert.Equal(t, "r1", e.Replica)
+		assert.Equal(t, os.Getpid(), e.PID)
+		assert.NotZero(t, e.Mono)
+		assert.NotZero(t, e.Wall)
+		seen[e.Fence] = true
+	}
+	assert.Len(t, seen, 50)
+}
+
+func TestReadFile_TornLastLine_Dropped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mono":1,"wall":1,"kind":"boot"}`+"\n"+`{"mono":2,"wa`), 0o644))
+	evs, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, Boot, evs[0].Kind)
+}
+
+func TestReadFile_MalformedLine_Error(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("{oops}\n"+`{"mono":1,"kind":"boot"}`+"\n"), 0o644))
+	_, err := ReadFile(path)
+	require.ErrorContains(t, err, ":1:")
+}
+
+func TestReadDir_MergesByMono(t *testing.T) {
+	dir := t.TempDir()
+	for name, monos := range map[string][]int64{"a": {1, 4}, "b": {2, 3}} {
+		w, err := Create(filepath.Join(dir, name+".jsonl"), name)
+		require.NoError(t, err)
+		for _, m := range monos {
+			require.NoError(t, w.Write(Event{Mono: m, Kind: Boot}))
+		}
+		require.NoError(t, w.Close())
+	}
+	evs, err := ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	for i, e := range evs {
+		assert.Equal(t, int64(i+1), e.Mono)
+	}
+	assert.Equal(t, []string{"a", "b", "b", "a"}, []string{evs[0].Replica, evs[1].Replica, evs[2].Replica, evs[3].Replica})
+}
+
+func TestMono_Increases(t *testing.T) {
+	a := Mono()
+	b := Mono()
+	assert.LessOrEqual(t, a, b)
+	assert.Positive(t, a)
+}
