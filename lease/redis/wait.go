@@ -47,7 +47,9 @@ var acquireSHA = func() string {
 // counter go back below it. WAIT does not make Redis strongly consistent:
 // Sentinel or Cluster may still promote a replica that had not
 // acknowledged, and the lease itself (not its fence) can still be lost in
-// a failover. The user needs the wait permission (ACL +wait).
+// a failover. The Redis user needs the wait permission (ACL +wait); when
+// WAIT is refused, the lease is released the same way and Acquire fails
+// with lease.ErrAuth.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *config) error {
 		if replicas < 1 {
