@@ -1,0 +1,94 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/testutil"
+)
+
+// The floor scripts: the cheapest correct release and extend.
+var (
+	floorRelease = rueidis.NewLuaScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	floorExtend  = rueidis.NewLuaScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
+)
+
+// benchServer starts one redis-server and one client, shared by a
+// benchmark's Floor and Store sub-benchmarks so their ratio can be read.
+func benchServer(b *testing.B) (rueidis.Client, *Store) {
+	b.Helper()
+	r := testutil.StartRedis(b)
+	c := r.Client(b)
+	st, err := New(c, WithPrefix(uniquePrefix()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, st
+}
+
+// BenchmarkAcquireRelease: one Acquire and one Release, sequentially
+// (Store), against the floor on the same client: SET NX PX, then
+// compare-and-delete (Floor). Target: Store within 1.3x of Floor.
+func BenchmarkAcquireRelease(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	b.Run("Floor", func(b *testing.B) {
+		for b.Loop() {
+			id := lease.NewID()
+			if err := c.Do(ctx, c.B().Set().Key("floor:k").Value(id).Nx().PxMilliseconds(30000).Build()).Error(); err != nil {
+				b.Fatal(err)
+			}
+			if n, err := floorRelease.Exec(ctx, c, []string{"floor:k"}, []string{id}).AsInt64(); err != nil || n != 1 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("Store", func(b *testing.B) {
+		for b.Loop() {
+			l, err := st.Acquire(ctx, "job:bench", 30*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Release(ctx, l.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkExtend: one Extend of a held lease (Store), against the floor on
+// the same client: compare-and-PEXPIRE (Floor).
+func BenchmarkExtend(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	b.Run("Floor", func(b *testing.B) {
+		id := lease.NewID()
+		if err := c.Do(ctx, c.B().Set().Key("floor:x").Value(id).PxMilliseconds(30000).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if n, err := floorExtend.Exec(ctx, c, []string{"floor:x"}, []string{id, "30000"}).AsInt64(); err != nil || n != 1 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("Store", func(b *testing.B) {
+		l, err := st.Acquire(ctx, "job:bench", 30*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := st.Extend(ctx, l.ID, 30*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
