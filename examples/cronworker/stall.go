@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// The -stall scenario. One run of the tick job freezes its replica: for
+// stallFor, every call the replica makes to Redis hangs (as on a partitioned
+// or blackholed connection), so its heartbeat cannot renew the lease, and
+// the job itself ignores its context, sleeping through the cancellation.
+// The lease expires on the server; another replica acquires it with a
+// greater fencing token and writes. When the frozen run wakes and makes its
+// write, fencing rejects it with fencing.ErrStale.
+const (
+	// stallAfter: the first tick run won at least this long after start
+	// stalls, so a few normal runs come first.
+	stallAfter = 2 * time.Second
+	// stallFor is how long the run (and its replica's link to Redis) stays
+	// frozen: longer than tickTTL plus lease.ExpiryTolerance plus one tick,
+	// so that another replica runs tick in the meantime.
+	stallFor = 3 * tickTTL
+	// minStallRun is the shortest -for that lets the stall finish before
+	// shutdown begins.
+	minStallRun = 10 * time.Second
+)
+
+// stall decides which run stalls: the first tick run won by any replica
+// after stallAfter. The zero value never stalls; see newStall.
+type stall struct {
+	enabled bool
+	start   time.Time
+
+	mu   sync.Mutex
+	done bool
+}
+
+func newStall(enabled bool, start time.Time) *stall {
+	return &stall{enabled: enabled, start: start}
+}
+
+// claim reports whether the run calling it is the one that stalls.
+func (s *stall) claim(now time.Time) bool {
+	if !s.enabled || now.Sub(s.start) < stallAfter {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	s.done = true
+	return true
+}
+
+// freezableStore is a replica's lease.Store that can be frozen: while it is,
+// every call hangs until the freeze ends or the call's context is done,
+// like a connection that forwards nothing.
+type freezableStore struct {
+	lease.Store
+
+	mu     sync.Mutex
+	thawed chan struct{} // closed when the current freeze ends; nil: not frozen
+}
+
+// freeze makes calls hang until the returned thaw function is called.
+func (s *freezableStore) freeze() (thaw func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.thawed = ch
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.thawed = nil
+		s.mu.Unlock()
+		close(ch)
+	}
+}
+
+// wait blocks while the store is frozen; it returns an error wrapping
+// lease.ErrTimeout if ctx ends first.
+func (s *freezableStore) wait(ctx context.Context, op string) error {
+	s.mu.Lock()
+	ch := s.thawed
+	s.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s: replica frozen by -stall: %w", lease.ErrTimeout, op, context.Cause(ctx))
+	}
+}
+
+func (s *freezableStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	if err := s.wait(ctx, "acquire"); err != nil {
+		return nil, err
+	}
+	l, err := s.Store.Acquire(ctx, key, ttl, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return lease.Attach(s, l), nil
+}
+
+func (s *freezableStore) Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error) {
+	if err := s.wait(ctx, "extend"); err != nil {
+		return time.Time{}, err
+	}
+	return s.Store.Extend(ctx, id, ttl)
+}
+
+func (s *freezableStore) Release(ctx context.Context, id string) error {
+	if err := s.wait(ctx, "release"); err != nil {
+		return err
+	}
+	return s.Store.Release(ctx, id)
+}
