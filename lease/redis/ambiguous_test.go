@@ -28,7 +28,7 @@ func TestStore_Acquire_AmbiguousTimeoutIsRolledBack(t *testing.T) {
 	srv := startServer(t)
 	var logs bytes.Buffer
 	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	blocker := srv.redis.Client(t) // another connection
+	blocker := srv.redis.Client(t)                               // another connection
 	warm, err := st.Acquire(t.Context(), "warm-up", time.Second) // loads the scripts: EVALSHA runs at once
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(t.Context()))

@@ -1,0 +1,84 @@
+// Package redis is the production lease.Store: leases kept in Redis (a
+// single server, a primary with replicas, or Redis Cluster) through a
+// rueidis client.
+//
+//	client, err := rueidis.NewClient(rueidis.ClientOption{
+//		InitAddress:  []string{"127.0.0.1:6379"},
+//		DisableCache: true, // the store never reads through the client-side cache
+//	})
+//	store, err := redis.New(client, redis.WithPrefix("myapp"))
+//	l, err := store.Acquire(ctx, "job:report", 30*time.Second)
+//
+// Every operation is one Lua script from internal/luascripts, sent with
+// EVALSHA (EVAL when the server answers NOSCRIPT), so it takes one round
+// trip and runs atomically. Set DisableCache: true on the client unless you
+// use client-side caching elsewhere; the store does not need it.
+//
+// # What it guarantees
+//
+//   - Expiry is judged by the Redis server's clock only (TIME inside each
+//     script). A lease is live while ExpiresAt > server-now -
+//     lease.ExpiryTolerance; an acquire succeeds only when no live lease
+//     holds the key. Lease.Deadline is local: the moment just before the
+//     request was sent, on the Store's clock, plus TTL minus lease.Drift.
+//   - Each acquire increments a per-key fence counter that no script ever
+//     deletes or expires, so fences grow strictly for as long as Redis keeps
+//     its data. Rounds (lease.WithRound) are recorded the same way.
+//   - Extend and Release act only when the ID in the stored record is the
+//     caller's, and tell not found, expired and not owner apart
+//     (*lease.NotHeldError). An ID whose leading characters route to no slot
+//     is not found without any I/O.
+//   - An acquire that ends in ErrTimeout or ErrAborted may have happened on
+//     the server. Acquire then releases that ID with a fresh context bounded
+//     by 2s before it returns. This closes the gap when the client keeps
+//     command order (one pipelined connection, the rueidis default); if the
+//     roll-back itself fails, the key stays locked until the TTL passes.
+//   - Errors wrap one lease sentinel and the client's cause; see
+//     lease.ErrUnavailable, lease.ErrAuth, lease.ErrTimeout.
+//
+// # What it does not guarantee
+//
+//   - Replication is asynchronous. After a failover the new primary may not
+//     have a lease (two holders at once) or the latest fence and round
+//     records. Fences and rounds survive restarts only with persistence
+//     (appendonly yes, appendfsync everysec or always) or WAIT; without it a
+//     restart resets them and fencing.Advance is what still rejects stale
+//     writers, as long as the fence table is in a database that persisted.
+//   - Mutual exclusion is time-bounded: a holder that pauses past its
+//     Deadline may still be running. Cancel work at Deadline (heartbeat does).
+//
+// # Records, keys and retention
+//
+// With prefix P, a key's storage key K is lease.StorageKey(P, key, 1000, 26)
+// and its hash tag G is K, or lease.Hash(K) when K contains a brace. The
+// keys are:
+//
+//	P:{G}              lease record (JSON), PX = ttl + ExpiryTolerance + ExpiredRetention
+//	P:id:{T}:<id>      ID index, value P:{G}, same PX
+//	P:fence:{G}        fence counter, never expires
+//	P:round:{G}        highest round, never expires
+//
+// T is a short fixed tag in G's slot. A lease ID's first three characters
+// encode that slot (so all of a lease's keys are in one slot and the index
+// is found from the ID alone); the other 19 are random (114 bits).
+//
+// The record is JSON, {"lockId","expiresAtMs","acquiredAtMs","fence",
+// "key","owner"}, with the fence as a 15-digit string and the ID and expiry
+// at fixed offsets so scripts read them without decoding JSON. It departs
+// from a plain "PX ttl": records outlive their logical expiry by
+// ExpiryTolerance + ExpiredRetention, so Extend and Release can say
+// ReasonExpired rather than ReasonNotFound; liveness is always judged from
+// expiresAtMs, so an expired record never blocks an acquire. IsLocked with
+// WithCleanup(true) deletes such records early (data and index only).
+//
+// A fence counter above 90000000000000 is logged as a warning; above
+// 900000000000000 Acquire gives the lease back and fails with
+// lease.ErrInternal. Rounds must be at most 2^53-1 (Lua numbers).
+//
+// # Least-privilege ACL
+//
+// The store sends EVALSHA and EVAL only, on keys matching P:*; the client's
+// connection set-up needs HELLO and (with rueidis defaults) CLIENT:
+//
+//	ACL SETUSER cronguard on >secret ~P:* +evalsha +eval +hello +client +ping
+package redis
