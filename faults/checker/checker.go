@@ -1,0 +1,111 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cronguard/cronguard/faults/history"
+)
+
+// Tolerance is how long past its ExpiresAt a lease still blocks an acquire
+// on the server (lease.ExpiryTolerance).
+const Tolerance = 1000 * time.Millisecond
+
+// DefaultSlack is how long after a fault ends its effects may still explain
+// a miss (clients reconnect, a restarted replica starts its scheduler).
+const DefaultSlack = 1500 * time.Millisecond
+
+// Job describes a job the replicas run.
+type Job struct {
+	Name  string
+	Every time.Duration // the Every schedule's interval
+	TTL   time.Duration
+}
+
+// Input is what Check reads.
+type Input struct {
+	// Events are every replica's and the harness's history events.
+	Events []history.Event
+	// Writes are the rows of the writes table.
+	Writes []history.Write
+	// Jobs are the jobs the replicas run.
+	Jobs []Job
+	// From and To bound the occurrences checked by (4), inclusive. Zero
+	// values mean: from one interval after the last replica first became
+	// ready, to one interval before the first replica began to shut down.
+	From, To time.Time
+	// Slack: see DefaultSlack. Zero means DefaultSlack.
+	Slack time.Duration
+}
+
+// Violation is a broken guarantee.
+type Violation struct {
+	Check      int    // 1 to 5, as in the package documentation
+	Job        string // the job (resource)
+	Occurrence int64  // Unix ms, when it applies
+	Detail     string
+}
+
+func (v Violation) String() string {
+	occ := ""
+	if v.Occurrence != 0 {
+		occ = " occurrence " + time.UnixMilli(v.Occurrence).UTC().Format("15:04:05.000")
+	}
+	return fmt.Sprintf("(%d) %s%s: %s", v.Check, v.Job, occ, v.Detail)
+}
+
+// Miss is an occurrence that did not run, with what explains it.
+type Miss struct {
+	Job         string
+	Occurrence  int64  // Unix ms
+	Reason      string // a short class: held, redis_down, no_healthy_replica, lost_reply
+	Explanation string
+}
+
+// Report is the outcome of Check.
+type Report struct {
+	Violations []Violation
+	Misses     []Miss // explained misses
+
+	Faults      map[string]int // injected faults by kind
+	Runs        int            // run_start events
+	Leases      int            // recorded acquires
+	Accepted    int            // rows in the writes table
+	Rejected    int            // writes refused with fencing.ErrStale
+	WriteErrors int            // writes that failed otherwise
+	Occurrences int            // occurrences checked by (4)
+	CutHolders  int            // runs whose context ended with a lost/unconfirmed lease
+	Handovers   int            // lease handovers checked by (5)
+	Exempt      int            // handovers exempt from (5): holder paused or killed
+	Undecided   int            // handovers where ctx-done fell between the next acquire's send and reply
+}
+
+// Check runs every check and returns the report.
+func Check(in Input) Report {
+	if in.Slack == 0 {
+		in.Slack = DefaultSlack
+	}
+	ix := index(in.Events)
+	r := Report{Faults: map[string]int{}, Accepted: len(in.Writes), Leases: len(ix.acquires)}
+	for _, f := range ix.faults {
+		r.Faults[f.kind]++
+	}
+	for _, e := range in.Events {
+		switch e.Kind {
+		case history.RunStart:
+			r.Runs++
+		case history.WriteRejected:
+			r.Rejected++
+		case history.WriteError:
+			r.WriteErrors++
+		}
+	}
+	r.Violations = append(r.Violations, checkFenceOrder(in.Writes)...)
+	r.Violations = append(r.Violations, checkOncePerOccurrence(in.Writes)...)
+	r.Violations = append(r.Violations, checkExclusion(ix)...)
+	checkMisses(in, ix, &r)
+	checkCancellation(ix, &r)
+	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].Check < r.Violations[j].Check })
+	return r
+}

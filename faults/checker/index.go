@@ -1,0 +1,155 @@
+package checker
+
+import (
+	"sort"
+
+	"github.com/cronguard/cronguard/faults/history"
+)
+
+// leaseRec is one recorded lease: its acquire and what followed.
+type leaseRec struct {
+	replica    string
+	job        string
+	fence      uint64
+	occurrence int64
+	acquiredAt int64 // server ms
+	expiresAt  int64 // last confirmed, server ms
+	releasedAt int64 // server ms lower bound (Release send wall), 0 if not released
+	sent, mono int64 // acquire send and reply, CLOCK_MONOTONIC ns
+
+	runStart, runEnd, ctxDone int64 // CLOCK_MONOTONIC ns, 0 if not recorded
+	cause                     string
+}
+
+// end is the end of the lease's validity in server ms.
+func (l *leaseRec) end() int64 {
+	if l.releasedAt != 0 && l.releasedAt < l.expiresAt {
+		return l.releasedAt
+	}
+	return l.expiresAt
+}
+
+// fault is one injected fault, with both clocks.
+type fault struct {
+	kind, target       string
+	startMono, endMono int64
+	startWall, endWall int64 // Unix ns
+	recoveredWall      int64 // for kill: the restarted replica's Ready; else endWall
+	recoveredMono      int64
+	ended              bool
+}
+
+type key struct {
+	job string
+	occ int64
+}
+
+type indexed struct {
+	acquires []*leaseRec                     // in acquire reply order (Mono)
+	byFence  map[string]map[uint64]*leaseRec // job -> fence
+	attempts map[key][]history.Event         // acquire and acquire_error by occurrence
+	runs     map[key][]*leaseRec
+	faults   []*fault
+	replicas map[string]bool
+	ready    map[string][]int64 // replica -> Ready walls (ns)
+	shutdown int64              // first Shutdown wall (ns)
+}
+
+func index(events []history.Event) *indexed {
+	ix := &indexed{
+		byFence:  map[string]map[uint64]*leaseRec{},
+		attempts: map[key][]history.Event{},
+		runs:     map[key][]*leaseRec{},
+		replicas: map[string]bool{},
+		ready:    map[string][]int64{},
+	}
+	evs := append([]history.Event(nil), events...)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
+	open := map[string]*fault{} // kind+target -> open fault
+	get := func(e history.Event) *leaseRec {
+		if m := ix.byFence[e.Job]; m != nil {
+			return m[e.Fence]
+		}
+		return nil
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case history.Ready:
+			ix.replicas[e.Replica] = true
+			ix.ready[e.Replica] = append(ix.ready[e.Replica], e.Wall)
+			for _, f := range ix.faults {
+				if f.kind == history.FaultKill && f.target == e.Replica && f.ended && f.recoveredWall == 0 {
+					f.recoveredWall, f.recoveredMono = e.Wall, e.Mono
+				}
+			}
+		case history.Shutdown:
+			if ix.shutdown == 0 {
+				ix.shutdown = e.Wall
+			}
+		case history.FaultStart:
+			f := &fault{kind: e.Fault, target: e.Target, startMono: e.Mono, startWall: e.Wall}
+			ix.faults = append(ix.faults, f)
+			open[e.Fault+"/"+e.Target] = f
+		case history.FaultEnd:
+			if f := open[e.Fault+"/"+e.Target]; f != nil {
+				f.endMono, f.endWall, f.ended = e.Mono, e.Wall, true
+				if f.kind != history.FaultKill {
+					f.recoveredWall, f.recoveredMono = e.Wall, e.Mono
+				}
+				delete(open, e.Fault+"/"+e.Target)
+			}
+		case history.Acquire:
+			l := &leaseRec{replica: e.Replica, job: e.Job, fence: e.Fence, occurrence: e.Occurrence,
+				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono}
+			ix.acquires = append(ix.acquires, l)
+			if ix.byFence[e.Job] == nil {
+				ix.byFence[e.Job] = map[uint64]*leaseRec{}
+			}
+			ix.byFence[e.Job][e.Fence] = l
+			k := key{e.Job, e.Occurrence}
+			ix.attempts[k] = append(ix.attempts[k], e)
+		case history.AcquireError:
+			k := key{e.Job, e.Occurrence}
+			ix.attempts[k] = append(ix.attempts[k], e)
+		case history.Extend:
+			if l := get(e); l != nil && e.ExpiresAt > l.expiresAt {
+				l.expiresAt = e.ExpiresAt
+			}
+		case history.Release:
+			if l := get(e); l != nil {
+				l.releasedAt = e.SentWall / 1e6
+			}
+		case history.RunStart:
+			if l := get(e); l != nil {
+				l.runStart = e.Mono
+				k := key{e.Job, e.Occurrence}
+				ix.runs[k] = append(ix.runs[k], l)
+			} else {
+				// A run whose acquire line was lost: keep it as a run.
+				l := &leaseRec{replica: e.Replica, job: e.Job, fence: e.Fence, occurrence: e.Occurrence, runStart: e.Mono}
+				k := key{e.Job, e.Occurrence}
+				ix.runs[k] = append(ix.runs[k], l)
+			}
+		case history.CtxDone:
+			if l := get(e); l != nil && l.ctxDone == 0 {
+				l.ctxDone, l.cause = e.Mono, e.Cause
+			}
+		case history.RunEnd:
+			if l := get(e); l != nil {
+				l.runEnd = e.Mono
+			}
+		}
+	}
+	return ix
+}
+
+// faultsOn returns the faults that target replica.
+func (ix *indexed) faultsOn(replica string) []*fault {
+	var out []*fault
+	for _, f := range ix.faults {
+		if f.target == replica {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cronguard/cronguard/faults/history"
+)
+
+// checkMisses is (4): every occurrence in the window ran, or a miss is
+// explained.
+func checkMisses(in Input, ix *indexed, r *Report) {
+	from, to := window(in, ix)
+	if from.IsZero() || to.IsZero() || !from.Before(to) {
+		return
+	}
+	leases := ix.byJob()
+	for _, job := range in.Jobs {
+		step := job.Every.Milliseconds()
+		if step <= 0 {
+			continue
+		}
+		first := (from.UnixMilli() + step - 1) / step * step
+		for o := first; o <= to.UnixMilli(); o += step {
+			r.Occurrences++
+			if len(ix.runs[key{job.Name, o}]) > 0 {
+				continue
+			}
+			reason, why := explain(in, ix, leases[job.Name], job, o)
+			if reason == "" {
+				r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o,
+					Detail: "missed without explanation; attempts: " + attempts(ix.attempts[key{job.Name, o}])})
+				continue
+			}
+			r.Misses = append(r.Misses, Miss{Job: job.Name, Occurrence: o, Reason: reason, Explanation: why})
+		}
+	}
+}
+
+// window returns the occurrences (4) checks: Input's From and To, or from
+// one interval after the last replica first became ready to one interval
+// before the first replica began to shut down.
+func window(in Input, ix *indexed) (from, to time.Time) {
+	var step time.Duration
+	for _, j := range in.Jobs {
+		step = max(step, j.Every)
+	}
+	from, to = in.From, in.To
+	if from.IsZero() {
+		var last int64
+		for _, walls := range ix.ready {
+			if len(walls) > 0 {
+				last = max(last, walls[0])
+			}
+		}
+		if last != 0 {
+			from = time.Unix(0, last).Add(step)
+		}
+	}
+	if to.IsZero() && ix.shutdown != 0 {
+		to = time.Unix(0, ix.shutdown).Add(-step)
+	}
+	return from, to
+}
+
+// explain returns why occurrence o of job did not run, or "" if nothing
+// does. Times are Unix ms; a replica fires o within half an interval.
+func explain(in Input, ix *indexed, leases []*leaseRec, job Job, o int64) (reason, why string) {
+	step := job.Every.Milliseconds()
+	fireEnd := o + step/2
+	tol, slack := Tolerance.Milliseconds(), in.Slack.Milliseconds()
+	for _, l := range leases {
+		if l.acquiredAt <= fireEnd && l.end()+tol > o && l.occurrence != o {
+			return "held", fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
+				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
+		}
+	}
+	for _, f := range ix.faults {
+		if f.kind == history.FaultRedisRestart && f.startWall/1e6 <= fireEnd && recovered(f)/1e6+slack >= o {
+			return "redis_down", fmt.Sprintf("redis restart %s..%s", ms(f.startWall/1e6), ms(recovered(f)/1e6))
+		}
+	}
+	// A reply lost in a fault: the acquire may have run on the server and
+	// claimed the round or taken the lease, unrecorded, until its TTL.
+	lingers := job.TTL.Milliseconds() + tol + slack
+	for _, f := range ix.faults {
+		if f.kind == history.FaultKill && f.startWall/1e6 <= fireEnd && f.startWall/1e6+lingers >= o {
+			return "lost_reply", fmt.Sprintf("%s killed at %s: an acquire in flight may hold the lease unrecorded", f.target, ms(f.startWall/1e6))
+		}
+	}
+	for _, es := range ix.attempts {
+		for _, e := range es {
+			at := e.Wall / 1e6
+			if e.Job == job.Name && e.Kind == history.AcquireError && e.Reason == "error" && at <= fireEnd && at+lingers >= o {
+				return "lost_reply", fmt.Sprintf("acquire by %s for %s failed at %s (%s): it may have run on the server",
+					e.Replica, ms(e.Occurrence), ms(at), shorten(e.Err))
+			}
+		}
+	}
+	if healthy := ix.healthyAt(o, fireEnd, slack); len(healthy) == 0 {
+		return "no_healthy_replica", "every replica was down, stopped or cut off"
+	}
+	return "", ""
+}
+
+// recovered returns when a fault's effect ended (wall ns): the restarted
+// replica's Ready for a kill, FaultEnd otherwise, or far future if neither.
+func recovered(f *fault) int64 {
+	if f.recoveredWall != 0 {
+		return f.recoveredWall
+	}
+	return 1 << 62
+}
+
+// healthyAt returns the replicas that were up and unfaulted throughout
+// [from, to] (Unix ms), counting slack after each fault's recovery.
+func (ix *indexed) healthyAt(from, to, slack int64) []string {
+	var out []string
+	for name := range ix.replicas {
+		walls := ix.ready[name]
+		if len(walls) == 0 || walls[0]/1e6 > from {
+			continue
+		}
+		ok := true
+		for _, f := range ix.faultsOn(name) {
+			if f.startWall/1e6 <= to && recovered(f)/1e6+slack >= from {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func attempts(es []history.Event) string {
+	if len(es) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, e := range es {
+		s := e.Replica + ":" + string(e.Kind)
+		if e.Reason != "" {
+			s += "(" + e.Reason + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func shorten(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

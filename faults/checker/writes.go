@@ -1,0 +1,58 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cronguard/cronguard/faults/history"
+)
+
+// checkFenceOrder is (1): per resource, in id order, tokens never go down.
+func checkFenceOrder(writes []history.Write) []Violation {
+	ws := append([]history.Write(nil), writes...)
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].ID < ws[j].ID })
+	type top struct {
+		fence uint64
+		id    int64
+	}
+	maxSeen := map[string]top{}
+	var out []Violation
+	for _, w := range ws {
+		m, ok := maxSeen[w.Job]
+		if ok && w.Fence < m.fence {
+			out = append(out, Violation{Check: 1, Job: w.Job, Occurrence: w.Occurrence, Detail: fmt.Sprintf(
+				"write id %d by %s with token %d accepted after write id %d with token %d", w.ID, w.Replica, w.Fence, m.id, m.fence)})
+			continue
+		}
+		if !ok || w.Fence > m.fence {
+			maxSeen[w.Job] = top{w.Fence, w.ID}
+		}
+	}
+	return out
+}
+
+// checkOncePerOccurrence is (2): the accepted writes of one occurrence come
+// from one lease.
+func checkOncePerOccurrence(writes []history.Write) []Violation {
+	type first struct {
+		fence   uint64
+		id      int64
+		replica string
+	}
+	seen := map[key]first{}
+	var out []Violation
+	for _, w := range writes {
+		k := key{w.Job, w.Occurrence}
+		f, ok := seen[k]
+		if !ok {
+			seen[k] = first{w.Fence, w.ID, w.Replica}
+			continue
+		}
+		if f.fence != w.Fence {
+			out = append(out, Violation{Check: 2, Job: w.Job, Occurrence: w.Occurrence, Detail: fmt.Sprintf(
+				"accepted twice: write id %d by %s (token %d) and write id %d by %s (token %d)",
+				f.id, f.replica, f.fence, w.ID, w.Replica, w.Fence)})
+		}
+	}
+	return out
+}

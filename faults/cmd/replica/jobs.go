@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cronguard/cronguard/faults"
+	"github.com/cronguard/cronguard/faults/history"
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/scheduler"
+)
+
+// worker runs the jobs' bodies: sleep, then a fenced write.
+type worker struct {
+	hist *history.Writer
+	db   *sql.DB
+	name string
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (w *worker) between(r [2]time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return r[0] + time.Duration(w.rng.Int64N(int64(r[1]-r[0])+1))
+}
+
+func (w *worker) chance(p float64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.Float64() < p
+}
+
+// fn is the job function of spec.
+func (w *worker) fn(spec faults.JobSpec) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		run, _ := scheduler.RunFromContext(ctx)
+		base := history.Event{Job: spec.Name, Occurrence: run.Occurrence.UnixMilli(),
+			Fence: uint64(run.Fence), Lease: lease.ShortID(run.LeaseID)}
+		w.record(base, history.RunStart, nil)
+		stopWatch := context.AfterFunc(ctx, func() {
+			ev := base
+			ev.Cause = causeOf(context.Cause(ctx))
+			w.record(ev, history.CtxDone, nil)
+		})
+		err := w.body(ctx, spec, base)
+		stopWatch()
+		w.record(base, history.RunEnd, err)
+		return err
+	}
+}
+
+func (w *worker) body(ctx context.Context, spec faults.JobSpec, base history.Event) error {
+	d := w.between(spec.Short)
+	if w.chance(spec.LongP) {
+		d = w.between(spec.Long)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	wctx := ctx
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		if !spec.Stubborn {
+			return context.Cause(ctx)
+		}
+		// A stale holder: it finishes its work, and then some, and writes
+		// with a context that is not the run's.
+		<-timer.C
+		time.Sleep(w.between(spec.StubbornFor)) // simulated work, not synchronization
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	return w.write(wctx, spec, base)
+}
+
+// write records the run's fence for the job's resource and inserts the
+// write row, in one transaction.
+func (w *worker) write(ctx context.Context, spec faults.JobSpec, base history.Event) (err error) {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		w.record(base, history.WriteError, err)
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fencing.Advance(ctx, tx, spec.Name, fencing.Token(base.Fence)); err != nil {
+		kind := history.WriteError
+		if errors.Is(err, fencing.ErrStale) {
+			kind = history.WriteRejected
+		}
+		w.record(base, kind, err)
+		return err
+	}
+	var id int64
+	err = tx.QueryRowContext(ctx,
+		history.InsertWrite,
+		w.name, spec.Name, base.Occurrence, int64(base.Fence), base.Lease).Scan(&id)
+	if err != nil {
+		w.record(base, history.WriteError, err)
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		w.record(base, history.WriteError, err)
+		return err
+	}
+	ev := base
+	ev.WriteID = id
+	w.record(ev, history.WriteAccepted, nil)
+	return nil
+}
+
+func (w *worker) record(ev history.Event, kind history.Kind, err error) {
+	ev.Kind = kind
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	_ = w.hist.Write(ev)
+}
+
+// causeOf names a run context's cancellation cause.
+func causeOf(err error) string {
+	switch {
+	case errors.Is(err, heartbeat.ErrLeaseLost):
+		return history.CauseLost
+	case errors.Is(err, heartbeat.ErrLeaseUnconfirmed):
+		return history.CauseUnconfirmed
+	case errors.Is(err, scheduler.ErrShutdown):
+		return history.CauseShutdown
+	case errors.Is(err, scheduler.ErrTimeout):
+		return history.CauseTimeout
+	default:
+		return history.CauseOther
+	}
+}

@@ -1,0 +1,209 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/faults/checker"
+	"github.com/cronguard/cronguard/faults/history"
+	"github.com/cronguard/cronguard/testutil"
+)
+
+var (
+	flagLong     = flag.Bool("faults.long", false, "run the long form of TestFaults (LongDuration of faults unless -faults.duration says otherwise)")
+	flagDuration = flag.Duration("faults.duration", 0, "length of TestFaults' fault phase (default ShortDuration, or LongDuration with -faults.long)")
+	flagSeed     = flag.Int64("faults.seed", 0, "seed of TestFaults' fault schedule and job run lengths (0: from the clock)")
+	flagReplicas = flag.Int("faults.replicas", 3, "number of replica processes in TestFaults")
+	flagDir      = flag.String("faults.dir", "", "keep TestFaults' histories and logs in this directory (default: a temporary one, kept only on failure)")
+)
+
+// Fault phase lengths.
+const (
+	ShortDuration = 35 * time.Second
+	LongDuration  = 5 * time.Minute
+	// settle is the fault-free time after the fault phase, before the
+	// replicas are shut down.
+	settle = 4 * time.Second
+)
+
+// fleet is everything TestFaults runs.
+type fleet struct {
+	redis    *testutil.Redis
+	replicas []*replica
+	hist     *history.Writer
+	rng      *rand.Rand
+}
+
+func (f *fleet) record(t *testing.T, e history.Event) {
+	t.Helper()
+	require.NoError(t, f.hist.Write(e))
+}
+
+func TestFaults(t *testing.T) {
+	seed := *flagSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	duration := ShortDuration
+	if *flagLong {
+		duration = LongDuration
+	}
+	if *flagDuration > 0 {
+		duration = *flagDuration
+	}
+	require.GreaterOrEqual(t, *flagReplicas, 3, "-faults.replicas must be at least 3")
+	t.Logf("seed %d, fault phase %s, %d replicas; reproduce: go test ./faults/ -run TestFaults -faults.seed=%d -faults.duration=%s",
+		seed, duration, *flagReplicas, seed, duration)
+
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
+	bin := buildReplica(t)
+	redis := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	pg := testutil.StartPostgres(t)
+	init := exec.CommandContext(t.Context(), bin, "-init", "-dsn", pg.DSN)
+	out, err := init.CombinedOutput()
+	require.NoError(t, err, "replica -init: %s", out)
+
+	hist, err := history.Create(filepath.Join(dir, "harness.jsonl"), "harness")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hist.Close() })
+	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed))}
+	for i := range *flagReplicas {
+		f.replicas = append(f.replicas, &replica{
+			name: "r" + strconv.Itoa(i+1), bin: bin, dir: dir, dsn: pg.DSN, seed: seed,
+			proxy: testutil.NewProxy(t, redis.Addr),
+		})
+	}
+	// Registered after the proxies, so it runs before they close.
+	t.Cleanup(func() {
+		for _, r := range f.replicas {
+			if r.cmd != nil {
+				r.kill(t)
+			}
+		}
+	})
+	f.record(t, history.Event{Kind: history.HarnessStart, Seed: seed})
+	for _, r := range f.replicas {
+		r.start(t)
+	}
+	for _, r := range f.replicas {
+		r.awaitReady(t)
+	}
+
+	f.inject(t, duration)
+	time.Sleep(settle) // fault-free time at the end: the schedule is time-based
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, r := range f.replicas {
+		r.stop(ctx)
+	}
+	f.record(t, history.Event{Kind: history.HarnessEnd})
+
+	events, err := history.ReadDir(dir)
+	require.NoError(t, err)
+	writes, err := history.ReadWrites(t.Context(), pg.DB(t))
+	require.NoError(t, err)
+	rep := checker.Check(checker.Input{Events: events, Writes: writes, Jobs: CheckerJobs()})
+	t.Logf("seed %d, fault phase %s, %d replicas\n%s", seed, duration, len(f.replicas), rep.Table())
+	require.NotZero(t, rep.Runs, "no run at all")
+	require.NotZero(t, rep.Occurrences, "no occurrence checked")
+	if len(rep.Violations) > 0 {
+		if *flagDir == "" {
+			keep := filepath.Join(os.TempDir(), fmt.Sprintf("cronguard-faults-%d", seed))
+			_ = os.RemoveAll(keep)
+			if err := os.CopyFS(keep, os.DirFS(dir)); err == nil {
+				t.Logf("histories and logs kept in %s", keep)
+			}
+		}
+		t.Errorf("%d violations; reproduce the schedule with: go test ./faults/ -run TestFaults -faults.seed=%d -faults.duration=%s",
+			len(rep.Violations), seed, duration)
+	}
+}
+
+// faultKinds are the faults inject chooses from.
+var faultKinds = []string{
+	history.FaultKill, history.FaultStop, history.FaultBlackhole, history.FaultCut, history.FaultRedisRestart,
+}
+
+// inject runs the fault schedule for d: one fault at a time, separated by
+// random gaps; every kind once (in random order) before random picks.
+func (f *fleet) inject(t *testing.T, d time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	order := append([]string(nil), faultKinds...)
+	f.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for n := 0; ; n++ {
+		gap := f.between(1500*time.Millisecond, 3*time.Second)
+		if time.Now().Add(gap).After(end) {
+			return
+		}
+		time.Sleep(gap) // the schedule itself is time-based
+		kind := faultKinds[f.rng.IntN(len(faultKinds))]
+		if n < len(order) {
+			kind = order[n]
+		}
+		r := f.replicas[f.rng.IntN(len(f.replicas))]
+		f.one(t, kind, r)
+	}
+}
+
+// one injects one fault of kind on r (or on Redis) and ends it.
+func (f *fleet) one(t *testing.T, kind string, r *replica) {
+	t.Helper()
+	target := r.name
+	if kind == history.FaultRedisRestart {
+		target = "redis"
+	}
+	hold := map[string][2]time.Duration{
+		history.FaultKill:      {time.Second, 3 * time.Second},
+		history.FaultStop:      {MaxTTL() + 500*time.Millisecond, MaxTTL() + 2*time.Second}, // longer than every TTL
+		history.FaultBlackhole: {2 * time.Second, 4 * time.Second},
+		history.FaultCut:       {time.Second, 3 * time.Second},
+	}[kind]
+	wait := f.between(hold[0], hold[1])
+	f.record(t, history.Event{Kind: history.FaultStart, Fault: kind, Target: target})
+	switch kind {
+	case history.FaultKill:
+		r.kill(t)
+		time.Sleep(wait)
+		r.start(t)
+		f.record(t, history.Event{Kind: history.FaultEnd, Fault: kind, Target: target})
+		r.awaitReady(t)
+		return
+	case history.FaultStop:
+		r.signal(t, syscall.SIGSTOP)
+		time.Sleep(wait)
+		r.signal(t, syscall.SIGCONT)
+	case history.FaultBlackhole:
+		r.proxy.Blackhole()
+		time.Sleep(wait)
+		r.proxy.Restore()
+	case history.FaultCut:
+		r.proxy.Cut()
+		time.Sleep(wait)
+		r.proxy.Restore()
+	case history.FaultRedisRestart:
+		f.redis.Restart()
+	}
+	f.record(t, history.Event{Kind: history.FaultEnd, Fault: kind, Target: target})
+}
+
+func (f *fleet) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(f.rng.Int64N(int64(hi-lo)+1))
+}
