@@ -12,8 +12,9 @@
 //
 // It wraps gocron/v2 for the timing and adds, per firing, the guarded run:
 //
-//  1. Map the firing to its occurrence, the scheduled time: the schedule
-//     point nearest to this replica's clock.
+//  1. Map the firing to its occurrence, the scheduled time: the latest
+//     schedule point at or before this replica's clock (gocron never fires
+//     early; a firing delayed by load still maps to its own occurrence).
 //  2. Acquire the lease "job:<name>" with the occurrence in Unix
 //     milliseconds as its round (lease.WithRoundTime). Losing (the lease is
 //     held, or the round already claimed) is a quiet skip: a debug log, an
@@ -31,11 +32,12 @@
 // # Guarantees
 //
 // Once per occurrence: a round can be claimed once, so an occurrence runs
-// at most once however many replicas fire it; and since each replica maps
-// its firing to the nearest schedule point, replicas whose clocks differ
-// from the store's by less than half the interval (capped at MaxRoundSkew)
-// agree on every occurrence: clock skew within that bound causes neither
-// duplicates nor misses. A replica whose clock runs further ahead is refused
+// at most once however many replicas fire it; and since each replica fires
+// on its own clock at a schedule point and maps the firing back to that
+// point, replicas agree on every occurrence whatever their clock offsets.
+// Clock skew matters only against the store's clock: skew of less than half
+// the interval (capped at MaxRoundSkew) causes neither duplicates nor
+// misses. A replica whose clock runs further ahead is refused
 // by the store (lease.ErrClockSkew, SkipClockSkew, logged as an error) and
 // the others run the occurrence when it is due. For Cron the interval is
 // the gap to the next activation; for At it is taken as 2*MaxRoundSkew.

@@ -7,10 +7,20 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// An occurrence is a scheduled time. Each replica fires on its own clock and
-// maps the firing to the schedule point nearest to its local time, so
-// replicas whose clocks differ by less than half the interval agree on it.
-// The occurrence in Unix milliseconds is the lease round.
+// An occurrence is a scheduled time. Each replica's gocron fires on the
+// replica's own clock at a schedule point, never before it (a timer does not
+// fire early) but possibly late (a busy process, a GC pause). So the firing
+// maps to the latest schedule point at or before local now + firingSlack:
+// replicas agree on it whatever their clock offset, and a firing may run up
+// to one interval (less the slack) late and still claim its own occurrence
+// rather than the next one. The occurrence in Unix milliseconds is the lease
+// round.
+
+// firingSlack absorbs a firing that is a hair early on the local clock (a
+// clock that steps, a coarse timer): min(gap/10, maxFiringSlack).
+const maxFiringSlack = 50 * time.Millisecond
+
+func firingSlack(gap time.Duration) time.Duration { return min(gap/10, maxFiringSlack) }
 
 // skewFor returns the maximum skew for a round whose occurrence is gap away
 // from its neighbour: min(gap/2, MaxRoundSkew), at least 1ms.
@@ -46,7 +56,7 @@ func (p *everyPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.Jo
 }
 
 func (p *everyPlan) occurrence(now time.Time) (time.Time, time.Duration) {
-	k := floorDiv(now.UnixNano()-int64(p.offset)+int64(p.d)/2, int64(p.d))
+	k := floorDiv(now.UnixNano()-int64(p.offset)+int64(firingSlack(p.d)), int64(p.d))
 	return p.point(k), skewFor(p.d)
 }
 
@@ -62,17 +72,13 @@ func (p *cronPlan) definition(time.Time) (gocron.JobDefinition, []gocron.JobOpti
 	return gocron.CronJob(p.expr, true), []gocron.JobOption{gocron.WithCronImplementation(gocronSpec{p.spec})}, true
 }
 
-// occurrence returns the activation nearest to now: the first at or after
-// now, or the last before now if that one is closer.
+// occurrence returns the latest activation at or before now + slack (the
+// first activation after it if there is none in the last five years).
 func (p *cronPlan) occurrence(now time.Time) (time.Time, time.Duration) {
-	next := p.spec.Next(now.Add(-time.Nanosecond)) // first activation >= now
-	window := 5 * 366 * 24 * time.Hour
-	if !next.IsZero() {
-		window = next.Sub(now)
-	}
-	occ := next
-	if prev, ok := p.prev(now, window); ok && (next.IsZero() || now.Sub(prev) <= next.Sub(now)) {
-		occ = prev
+	at := now.Add(maxFiringSlack) // cron activations are >= 1s apart: slack <= gap/10
+	occ, ok := p.prev(at.Add(time.Nanosecond), 5*366*24*time.Hour)
+	if !ok {
+		occ = p.spec.Next(now)
 	}
 	gap := MaxRoundSkew * 2
 	if after := p.spec.Next(occ); !after.IsZero() {

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A firing maps to the nearest schedule point, whichever side of it the
-// replica's clock is on, as long as it is off by less than half the
-// interval.
-func TestPlan_Occurrence_NearestPoint(t *testing.T) {
+// A firing maps to the latest schedule point at or before the replica's
+// clock plus a small slack: gocron fires at a point or late, never early, so
+// a late firing (up to an interval less the slack) keeps its occurrence.
+func TestPlan_Occurrence_LatestPointAtFiring(t *testing.T) {
 	at := func(s string) time.Time {
 		tm, err := time.Parse(time.RFC3339Nano, s)
 		require.NoError(t, err)
@@ -28,19 +28,21 @@ func TestPlan_Occurrence_NearestPoint(t *testing.T) {
 		wantSkew time.Duration
 	}{
 		{"every exact", Every(time.Second), time.UTC, "2026-03-01T12:00:05Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
-		{"every early", Every(time.Second), time.UTC, "2026-03-01T12:00:04.6Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
-		{"every late", Every(time.Second), time.UTC, "2026-03-01T12:00:05.49Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
-		{"every 200ms", Every(200 * time.Millisecond), time.UTC, "2026-03-01T12:00:05.27Z", "2026-03-01T12:00:05.2Z", 100 * time.Millisecond},
-		{"every hour capped skew", Every(time.Hour), time.UTC, "2026-03-01T11:59:58Z", "2026-03-01T12:00:00Z", MaxRoundSkew},
-		{"every offset", EveryWithOffset(time.Hour, 15*time.Minute), time.UTC, "2026-03-01T12:14:59Z", "2026-03-01T12:15:00Z", MaxRoundSkew},
+		{"every a hair early", Every(time.Second), time.UTC, "2026-03-01T12:00:04.96Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
+		{"every late", Every(time.Second), time.UTC, "2026-03-01T12:00:05.9Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
+		{"every 200ms late", Every(200 * time.Millisecond), time.UTC, "2026-03-01T12:00:05.37Z", "2026-03-01T12:00:05.2Z", 100 * time.Millisecond},
+		{"every hour capped skew", Every(time.Hour), time.UTC, "2026-03-01T12:00:02Z", "2026-03-01T12:00:00Z", MaxRoundSkew},
+		{"every offset", EveryWithOffset(time.Hour, 15*time.Minute), time.UTC, "2026-03-01T12:15:00.01Z", "2026-03-01T12:15:00Z", MaxRoundSkew},
+		{"every 1s just before next point", Every(time.Second), time.UTC, "2026-03-01T12:00:05.94Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
+		{"every 1s within slack of next point", Every(time.Second), time.UTC, "2026-03-01T12:00:05.96Z", "2026-03-01T12:00:06Z", 500 * time.Millisecond},
 		{"every 1ms skew floor", Every(time.Millisecond), time.UTC, "2026-03-01T12:00:00.0004Z", "2026-03-01T12:00:00Z", time.Millisecond},
-		{"cron seconds early", Cron("* * * * * *"), time.UTC, "2026-03-01T12:00:04.6Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
-		{"cron seconds late", Cron("* * * * * *"), time.UTC, "2026-03-01T12:00:05.4Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
+		{"cron seconds a hair early", Cron("* * * * * *"), time.UTC, "2026-03-01T12:00:04.97Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
+		{"cron seconds late", Cron("* * * * * *"), time.UTC, "2026-03-01T12:00:05.9Z", "2026-03-01T12:00:05Z", 500 * time.Millisecond},
 		{"cron hourly late", Cron("0 * * * *"), time.UTC, "2026-03-01T12:00:03Z", "2026-03-01T12:00:00Z", MaxRoundSkew},
-		{"cron hourly early", Cron("@hourly"), time.UTC, "2026-03-01T11:59:57Z", "2026-03-01T12:00:00Z", MaxRoundSkew},
-		{"cron every 2s", Cron("*/2 * * * * *"), time.UTC, "2026-03-01T12:00:03.9Z", "2026-03-01T12:00:04Z", time.Second},
+		{"cron hourly exact", Cron("@hourly"), time.UTC, "2026-03-01T12:00:00Z", "2026-03-01T12:00:00Z", MaxRoundSkew},
+		{"cron every 2s late", Cron("*/2 * * * * *"), time.UTC, "2026-03-01T12:00:05.9Z", "2026-03-01T12:00:04Z", time.Second},
 		{"cron location", Cron("0 9 * * *"), berlin, "2026-03-01T08:00:01Z", "2026-03-01T08:00:00Z", MaxRoundSkew},
-		{"cron zone prefix", Cron("CRON_TZ=Europe/Berlin 0 9 * * *"), time.UTC, "2026-03-01T07:59:59Z", "2026-03-01T08:00:00Z", MaxRoundSkew},
+		{"cron zone prefix", Cron("CRON_TZ=Europe/Berlin 0 9 * * *"), time.UTC, "2026-03-01T08:00:01Z", "2026-03-01T08:00:00Z", MaxRoundSkew},
 		{"cron yearly late", Cron("0 0 1 1 *"), time.UTC, "2026-01-01T00:00:02Z", "2026-01-01T00:00:00Z", MaxRoundSkew},
 		{"at", At(at("2026-03-01T12:00:00.1234Z")), time.UTC, "2026-03-01T11:59:59.9Z", "2026-03-01T12:00:00.123Z", MaxRoundSkew},
 	}
