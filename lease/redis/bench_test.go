@@ -92,3 +92,36 @@ func BenchmarkExtend(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAcquireReleaseInterleaved alternates one floor cycle and one
+// Store cycle per iteration and reports both latencies and their ratio, so
+// load from other processes hits both alike (the sub-benchmarks above run
+// one after the other and drift apart on a busy machine).
+func BenchmarkAcquireReleaseInterleaved(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	var floor, store time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		id := lease.NewID()
+		if err := c.Do(ctx, c.B().Set().Key("floor:k").Value(id).Nx().PxMilliseconds(30000).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := floorRelease.Exec(ctx, c, []string{"floor:k"}, []string{id}).AsInt64(); err != nil || n != 1 {
+			b.Fatal(n, err)
+		}
+		t1 := time.Now()
+		l, err := st.Acquire(ctx, "job:bench", 30*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Release(ctx, l.ID); err != nil {
+			b.Fatal(err)
+		}
+		floor += t1.Sub(t0)
+		store += time.Since(t1)
+	}
+	b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N), "floor-ns/cycle")
+	b.ReportMetric(float64(store.Nanoseconds())/float64(b.N), "store-ns/cycle")
+	b.ReportMetric(float64(store)/float64(floor), "store/floor")
+}
