@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/cronguard/cronguard/faults/checker"
 	"github.com/cronguard/cronguard/faults/history"
+	"github.com/cronguard/cronguard/lease"
+	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/scheduler"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -43,7 +47,11 @@ type fleet struct {
 	replicas []*replica
 	hist     *history.Writer
 	rng      *rand.Rand
+	leases   lease.Store // direct to Redis: who holds a job's lease
 }
+
+// holderBias is the probability that a fault targets a lease holder.
+const holderBias = 0.7
 
 func (f *fleet) record(t *testing.T, e history.Event) {
 	t.Helper()
@@ -82,7 +90,9 @@ func TestFaults(t *testing.T) {
 	hist, err := history.Create(filepath.Join(dir, "harness.jsonl"), "harness")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hist.Close() })
-	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed))}
+	leases, err := leaseredis.New(redis.Client(t))
+	require.NoError(t, err)
+	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), leases: leases}
 	for i := range *flagReplicas {
 		f.replicas = append(f.replicas, &replica{
 			name: "r" + strconv.Itoa(i+1), bin: bin, dir: dir, dsn: pg.DSN, seed: seed,
@@ -158,8 +168,7 @@ func (f *fleet) inject(t *testing.T, d time.Duration) {
 		if n < len(order) {
 			kind = order[n]
 		}
-		r := f.replicas[f.rng.IntN(len(f.replicas))]
-		f.one(t, kind, r)
+		f.one(t, kind, f.target(t))
 	}
 }
 
@@ -202,6 +211,28 @@ func (f *fleet) one(t *testing.T, kind string, r *replica) {
 		f.redis.Restart()
 	}
 	f.record(t, history.Event{Kind: history.FaultEnd, Fault: kind, Target: target})
+}
+
+// target picks the replica a fault hits: mostly the current holder of a
+// random job's lease (so that faults hit running jobs and produce stale
+// holders), else a random replica.
+func (f *fleet) target(t *testing.T) *replica {
+	t.Helper()
+	if f.rng.Float64() < holderBias {
+		job := Jobs[f.rng.IntN(len(Jobs))]
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		info, err := f.leases.Lookup(ctx, scheduler.DefaultKeyPrefix+job.Name)
+		cancel()
+		if err == nil {
+			name, _, _ := strings.Cut(info.Owner, "/")
+			for _, r := range f.replicas {
+				if r.name == name {
+					return r
+				}
+			}
+		}
+	}
+	return f.replicas[f.rng.IntN(len(f.replicas))]
 }
 
 func (f *fleet) between(lo, hi time.Duration) time.Duration {

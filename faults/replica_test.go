@@ -34,16 +34,16 @@ func buildReplica(t *testing.T) string {
 // replica is one replica process slot: restarted after a kill under the
 // same name, history file and proxy.
 type replica struct {
-	name    string
-	bin     string
-	dir     string
-	dsn     string
-	seed    int64
-	proxy   *testutil.Proxy
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when cmd has exited and been waited for
-	readyc  chan struct{} // closed when cmd printed its ready line
-	starts  int
+	name   string
+	bin    string
+	dir    string
+	dsn    string
+	seed   int64
+	proxy  *testutil.Proxy
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has exited and been waited for
+	readyc chan struct{} // closed when cmd printed its ready line
+	starts int
 }
 
 // start starts the replica process and returns at once; await ready.

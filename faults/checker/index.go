@@ -18,6 +18,8 @@ type leaseRec struct {
 	sent, mono int64 // acquire send and reply, CLOCK_MONOTONIC ns
 
 	runStart, runEnd, ctxDone int64 // CLOCK_MONOTONIC ns, 0 if not recorded
+	runEndWall                int64 // Unix ns, 0 if not recorded
+	releaseSeen               bool  // a release or release_error was recorded
 	cause                     string
 }
 
@@ -117,7 +119,11 @@ func index(events []history.Event) *indexed {
 			}
 		case history.Release:
 			if l := get(e); l != nil {
-				l.releasedAt = e.SentWall / 1e6
+				l.releasedAt, l.releaseSeen = e.SentWall/1e6, true
+			}
+		case history.ReleaseError:
+			if l := get(e); l != nil {
+				l.releaseSeen = true
 			}
 		case history.RunStart:
 			if l := get(e); l != nil {
@@ -136,11 +142,30 @@ func index(events []history.Event) *indexed {
 			}
 		case history.RunEnd:
 			if l := get(e); l != nil {
-				l.runEnd = e.Mono
+				l.runEnd, l.runEndWall = e.Mono, e.Wall
 			}
 		}
 	}
+	// A replica killed after a run returned may have sent (and Redis run)
+	// the Release without recording it. The Release is sent after the run
+	// returns, so its server instant is at least the run's end: that lower
+	// bound is the lease's end, as for a recorded Release.
+	for _, l := range ix.acquires {
+		if l.runEndWall != 0 && !l.releaseSeen && ix.killedIn(l.replica, l.runEndWall, l.expiresAt*1e6) {
+			l.releasedAt = l.runEndWall / 1e6
+		}
+	}
 	return ix
+}
+
+// killedIn reports whether replica was killed in [from, to] (Unix ns).
+func (ix *indexed) killedIn(replica string, from, to int64) bool {
+	for _, f := range ix.faultsOn(replica) {
+		if f.kind == history.FaultKill && f.startWall >= from && f.startWall <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // faultsOn returns the faults that target replica.
