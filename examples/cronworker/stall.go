@@ -98,6 +98,8 @@ func (s *freezableStore) wait(ctx context.Context, op string) error {
 	}
 }
 
+// Acquire waits out a freeze, then acquires; the lease is attached to s, so
+// its Extend and Release go through the freeze too.
 func (s *freezableStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
 	if err := s.wait(ctx, "acquire"); err != nil {
 		return nil, err
@@ -109,6 +111,7 @@ func (s *freezableStore) Acquire(ctx context.Context, key string, ttl time.Durat
 	return lease.Attach(s, l), nil
 }
 
+// Extend waits out a freeze, then extends.
 func (s *freezableStore) Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error) {
 	if err := s.wait(ctx, "extend"); err != nil {
 		return time.Time{}, err
@@ -116,6 +119,7 @@ func (s *freezableStore) Extend(ctx context.Context, id string, ttl time.Duratio
 	return s.Store.Extend(ctx, id, ttl)
 }
 
+// Release waits out a freeze, then releases.
 func (s *freezableStore) Release(ctx context.Context, id string) error {
 	if err := s.wait(ctx, "release"); err != nil {
 		return err
