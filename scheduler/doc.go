@@ -70,8 +70,10 @@
 //     epoch instead.
 //   - Missed occurrences (every replica down, the store unreachable, the
 //     job's previous run still going) are not run later.
-//   - A firing delayed by more than half the interval (an overloaded
-//     process) maps to the next occurrence, like a fast clock.
+//   - A firing delayed by a whole interval or more (an overloaded or
+//     paused process) finds its occurrence's round already claimed, or
+//     claims it late if no other replica ran it: a late run is possible, a
+//     second run is not.
 //   - Go cannot stop a goroutine: a job that ignores its context keeps
 //     running after its lease is lost or after Shutdown returns.
 //   - Jobs are identified by name only: replicas that register one name

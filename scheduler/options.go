@@ -181,8 +181,12 @@ func WithTTL(ttl time.Duration) JobOption {
 }
 
 // WithTimeout bounds each run: after d (on the scheduler's clock) the run's
-// context is cancelled with cause ErrTimeout. Default: no timeout. It must
-// be positive. The context carries no Deadline; read the cause.
+// context is cancelled with cause ErrTimeout and its lease is no longer
+// renewed, so a job that ignores the cancellation holds the lease for at
+// most one more TTL (then fencing rejects its writes) instead of blocking
+// the job everywhere. Default: no timeout, and a run holds its lease for as
+// long as it runs. It must be positive. The context carries no Deadline;
+// read the cause.
 func WithTimeout(d time.Duration) JobOption {
 	return func(c *jobConfig) error {
 		if d <= 0 {

@@ -118,11 +118,11 @@ func (s *Scheduler) execute(r *run, log *slog.Logger) {
 		close(r.done)
 	}()
 	j, l := r.job, r.lease
-	log = log.With(slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String()))
-	ev := Event{Job: j.name, Occurrence: r.info.Occurrence, Fence: l.Fence, LeaseID: l.LogID()}
-
+	// The heartbeat adds the lease and fence to its own log lines.
 	hbCtx, stop, err := heartbeat.Start(s.base, s.store, l,
 		heartbeat.WithClock(s.cfg.clock), heartbeat.WithLogger(log))
+	log = log.With(slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String()))
+	ev := Event{Job: j.name, Occurrence: r.info.Occurrence, Fence: l.Fence, LeaseID: l.LogID()}
 	if err != nil { // a bug: the TTL was validated
 		log.Error("heartbeat did not start; job not run", slog.Any("error", err))
 		ev.Kind, ev.Err = EventFailed, err
@@ -133,8 +133,12 @@ func (s *Scheduler) execute(r *run, log *slog.Logger) {
 	ctx, cancel := context.WithCancelCause(hbCtx)
 	defer cancel(nil)
 	if j.timeout > 0 {
+		// At the timeout the run is cancelled and its lease no longer
+		// renewed: a job that ignores its context keeps the lease for at
+		// most one more TTL, instead of blocking the job forever.
 		t := s.cfg.clock.AfterFunc(j.timeout, func() {
 			cancel(fmt.Errorf("%w after %s", ErrTimeout, j.timeout))
+			_ = stop()
 		})
 		defer t.Stop()
 	}

@@ -163,6 +163,38 @@ func TestScheduler_Run_TimeoutCancelsWithErrTimeout(t *testing.T) {
 	})
 }
 
+// A job that ignores its timeout stops being renewed at the timeout: its
+// lease runs out within one TTL (plus the store's expiry tolerance) and the
+// next occurrence runs elsewhere, rather than the job holding it forever.
+func TestScheduler_Run_TimeoutStopsRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		const ttl = 3 * time.Second
+		release := make(chan struct{})
+		var runs atomic.Int32
+		s := newScheduler(t, store)
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Register("stuck", Every(10*time.Second), func(ctx context.Context) error {
+			if runs.Add(1) == 1 {
+				<-release // ignores ctx entirely
+			}
+			return nil
+		}, WithTTL(ttl), WithTimeout(2*time.Second)))
+		require.NoError(t, s.Start())
+		defer close(release)
+		// The first run starts at 10s and times out at 12s. Renewed at 11s,
+		// its lease expires by 14s (+1s tolerance), long before 20s.
+		time.Sleep(19500 * time.Millisecond)
+		synctest.Wait()
+		locked, err := store.IsLocked(t.Context(), "job:stuck")
+		require.NoError(t, err)
+		assert.False(t, locked, "the stuck run's lease ran out after its timeout")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), runs.Load(), "the next occurrence ran while the stuck run still hangs")
+	})
+}
+
 // Errors returned by the job are reported as failed, and the lease is
 // released.
 func TestScheduler_Run_ErrorReportedAndReleased(t *testing.T) {
