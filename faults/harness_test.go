@@ -219,11 +219,14 @@ func (f *fleet) one(t *testing.T, kind string, r *replica) {
 func (f *fleet) target(t *testing.T) *replica {
 	t.Helper()
 	if f.rng.Float64() < holderBias {
-		job := Jobs[f.rng.IntN(len(Jobs))]
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		info, err := f.leases.Lookup(ctx, scheduler.DefaultKeyPrefix+job.Name)
-		cancel()
-		if err == nil {
+		// The stubborn job first: its stale writes are what fencing stops.
+		for _, job := range []string{"stubborn", Jobs[f.rng.IntN(len(Jobs))].Name} {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			info, err := f.leases.Lookup(ctx, scheduler.DefaultKeyPrefix+job)
+			cancel()
+			if err != nil {
+				continue
+			}
 			name, _, _ := strings.Cut(info.Owner, "/")
 			for _, r := range f.replicas {
 				if r.name == name {

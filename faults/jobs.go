@@ -35,7 +35,7 @@ var Jobs = []JobSpec{
 		Long:  [2]time.Duration{1500 * time.Millisecond, 4 * time.Second}, LongP: 0.15},
 	{Name: "stubborn", Every: time.Second, TTL: time.Second,
 		Short: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond},
-		Long:  [2]time.Duration{time.Second, 3 * time.Second}, LongP: 0.25,
+		Long:  [2]time.Duration{time.Second, 3 * time.Second}, LongP: 0.6,
 		Stubborn: true, StubbornFor: [2]time.Duration{200 * time.Millisecond, 1500 * time.Millisecond}},
 }
 

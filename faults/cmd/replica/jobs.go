@@ -64,22 +64,24 @@ func (w *worker) body(ctx context.Context, spec faults.JobSpec, base history.Eve
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	wctx := ctx
+	if spec.Stubborn {
+		// A stale holder in the making: it ignores its context, finishes
+		// its work, keeps going a while longer if the context ended, and
+		// writes with a context that is not the run's.
+		<-timer.C
+		if ctx.Err() != nil {
+			time.Sleep(w.between(spec.StubbornFor)) // simulated work, not synchronization
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return w.write(wctx, spec, base)
+	}
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
-		if !spec.Stubborn {
-			return context.Cause(ctx)
-		}
-		// A stale holder: it finishes its work, and then some, and writes
-		// with a context that is not the run's.
-		<-timer.C
-		time.Sleep(w.between(spec.StubbornFor)) // simulated work, not synchronization
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
+		return context.Cause(ctx)
 	}
-	return w.write(wctx, spec, base)
+	return w.write(ctx, spec, base)
 }
 
 // write records the run's fence for the job's resource and inserts the
