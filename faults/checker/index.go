@@ -31,6 +31,15 @@ func (l *leaseRec) end() int64 {
 	return l.expiresAt
 }
 
+// blocksUntil is when the lease stops blocking an acquire, in server ms:
+// its release, or its expiry plus the server's tolerance.
+func (l *leaseRec) blocksUntil() int64 {
+	if l.releasedAt != 0 && l.releasedAt < l.expiresAt {
+		return l.releasedAt
+	}
+	return l.expiresAt + Tolerance.Milliseconds()
+}
+
 // fault is one injected fault, with both clocks.
 type fault struct {
 	kind, target       string

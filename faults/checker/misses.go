@@ -50,12 +50,13 @@ func window(in Input, ix *indexed) (from, to time.Time) {
 	from, to = in.From, in.To
 	if from.IsZero() {
 		var last int64
+		found := false
 		for _, walls := range ix.ready {
 			if len(walls) > 0 {
-				last = max(last, walls[0])
+				last, found = max(last, walls[0]), true
 			}
 		}
-		if last != 0 {
+		if found {
 			from = time.Unix(0, last).Add(step)
 		}
 	}
@@ -72,7 +73,7 @@ func explain(in Input, ix *indexed, leases []*leaseRec, job Job, o int64) (reaso
 	fireEnd := o + step/2
 	tol, slack := Tolerance.Milliseconds(), in.Slack.Milliseconds()
 	for _, l := range leases {
-		if l.acquiredAt <= fireEnd && l.end()+tol > o && l.occurrence != o {
+		if l.acquiredAt <= fireEnd && l.blocksUntil() > o && l.occurrence != o {
 			return "held", fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
 				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
 		}
