@@ -77,8 +77,13 @@
 //
 // # Least-privilege ACL
 //
-// The store sends EVALSHA and EVAL only, on keys matching P:*; the client's
-// connection set-up needs HELLO and (with rueidis defaults) CLIENT:
+// The store sends EVALSHA (and EVAL after a script cache flush) on keys
+// matching P:*, where P is the prefix. Redis checks the ACL of every command
+// a script calls, so those are granted too (TestStore_ACL runs the whole
+// conformance suite as this user):
 //
-//	ACL SETUSER cronguard on >secret ~P:* +evalsha +eval +hello +client +ping
+//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels -@all +evalsha +eval +time +get +set +setrange +del +pexpire +incr +ping
+//
+// Add +cluster|slots +cluster|shards on Redis Cluster, and +wait with
+// WithReplicaAck. docs/redis-acl.md explains each grant.
 package redis
