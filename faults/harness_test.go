@@ -83,8 +83,8 @@ func TestFaults(t *testing.T) {
 	bin := buildReplica(t)
 	redis := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	pg := testutil.StartPostgres(t)
-	init := exec.CommandContext(t.Context(), bin, "-init", "-dsn", pg.DSN)
-	out, err := init.CombinedOutput()
+	initCmd := exec.CommandContext(t.Context(), bin, "-init", "-dsn", pg.DSN)
+	out, err := initCmd.CombinedOutput()
 	require.NoError(t, err, "replica -init: %s", out)
 
 	hist, err := history.Create(filepath.Join(dir, "harness.jsonl"), "harness")
