@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	sharedPG.stop()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(testutil.LeakOptions()...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
 			code = 1
 		}

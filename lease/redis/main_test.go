@@ -18,7 +18,7 @@ import (
 // (*call).DelayDo sleeps out its reconnect back-off (time.Sleep, not
 // interruptible) before it exits; the connection-refused tests start one.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"))
+	goleak.VerifyTestMain(m, testutil.LeakOptions()...)
 }
 
 // server is one redis-server and a client on it, for one top-level test.
