@@ -194,7 +194,7 @@ func call(ctx context.Context, fn func(context.Context) error) (err error, stack
 func (s *Scheduler) release(log *slog.Logger, r *run) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
 	defer cancel()
-	err := s.store.Release(ctx, r.lease.ID)
+	err := r.lease.Release(ctx)
 	switch {
 	case err == nil:
 		log.Debug("job lease released")
