@@ -71,6 +71,11 @@ const (
 	SkipClockSkew
 	// SkipShutdown: the scheduler was shutting down.
 	SkipShutdown
+	// SkipOverrun: this replica had not finished acquiring the job's
+	// previous occurrence when two later ones were due (the store is slow
+	// or the process overloaded); the earlier of the two was dropped. The
+	// occurrence may still run on another replica.
+	SkipOverrun
 )
 
 // String returns the reason's name ("locked", "claimed", ...).
@@ -84,6 +89,8 @@ func (r SkipReason) String() string {
 		return "clock skew"
 	case SkipShutdown:
 		return "shutdown"
+	case SkipOverrun:
+		return "overrun"
 	default:
 		return "none"
 	}
@@ -114,12 +121,14 @@ type Stats struct {
 	SkipClaimed   uint64 // occurrences skipped: another replica ran them
 	SkipClockSkew uint64 // occurrences refused: this replica's clock runs fast
 	SkipShutdown  uint64 // occurrences skipped: shutting down
+	SkipOverrun   uint64 // occurrences skipped: this replica was still acquiring earlier ones
 	AcquireFailed uint64 // occurrences not run: the store could not be asked
 }
 
 type counters struct {
 	started, succeeded, failed, panicked, leaseLost, released    atomic.Uint64
 	skipLocked, skipClaimed, skipClockSkew, skipShutdown, acqErr atomic.Uint64
+	skipOverrun                                                  atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
@@ -149,6 +158,8 @@ func (c *counters) count(e Event) {
 			c.skipClockSkew.Add(1)
 		case SkipShutdown:
 			c.skipShutdown.Add(1)
+		case SkipOverrun:
+			c.skipOverrun.Add(1)
 		}
 	}
 }
@@ -159,6 +170,6 @@ func (c *counters) snapshot() Stats {
 		Panicked: c.panicked.Load(), LeaseLost: c.leaseLost.Load(), Released: c.released.Load(),
 		SkipLocked: c.skipLocked.Load(), SkipClaimed: c.skipClaimed.Load(),
 		SkipClockSkew: c.skipClockSkew.Load(), SkipShutdown: c.skipShutdown.Load(),
-		AcquireFailed: c.acqErr.Load(),
+		SkipOverrun: c.skipOverrun.Load(), AcquireFailed: c.acqErr.Load(),
 	}
 }

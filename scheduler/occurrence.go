@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -55,6 +56,10 @@ func (p *everyPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.Jo
 	}, true
 }
 
+func (p *everyPlan) groupKey() string {
+	return "every:" + strconv.FormatInt(int64(p.d), 10) + "+" + strconv.FormatInt(int64(p.offset), 10)
+}
+
 func (p *everyPlan) occurrence(now time.Time) (time.Time, time.Duration) {
 	k := floorDiv(now.UnixNano()-int64(p.offset)+int64(firingSlack(p.d)), int64(p.d))
 	return p.point(k), skewFor(p.d)
@@ -71,6 +76,10 @@ func (p *cronPlan) definition(time.Time) (gocron.JobDefinition, []gocron.JobOpti
 	// with: the parsed spec, passed as the job's cron implementation.
 	return gocron.CronJob(p.expr, true), []gocron.JobOption{gocron.WithCronImplementation(gocronSpec{p.spec})}, true
 }
+
+// groupKey is the expression with the location it is read in (a zoned
+// expression names its own, which the spec carries too).
+func (p *cronPlan) groupKey() string { return "cron:" + p.spec.Location.String() + ":" + p.expr }
 
 // occurrence returns the latest activation at or before now + slack (the
 // first activation after it if there is none in the last five years).
@@ -127,5 +136,7 @@ func (p *atPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.JobOp
 	}
 	return gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(p.t)), nil, true
 }
+
+func (p *atPlan) groupKey() string { return "at:" + strconv.FormatInt(p.t.UnixMilli(), 10) }
 
 func (p *atPlan) occurrence(time.Time) (time.Time, time.Duration) { return p.t, MaxRoundSkew }

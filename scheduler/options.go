@@ -26,6 +26,9 @@ const (
 	MaxKeyPrefixLen = 256
 	// MaxInstanceIDLen is the longest instance ID accepted, in bytes.
 	MaxInstanceIDLen = 128
+	// DefaultAcquireConcurrency is how many lease acquires a Scheduler runs
+	// at once unless WithAcquireConcurrency says otherwise.
+	DefaultAcquireConcurrency = 128
 	// MaxCleanup bounds the context of a Release after a run (and of each
 	// acquire): min(ttl, MaxCleanup).
 	MaxCleanup = 5 * time.Second
@@ -41,6 +44,8 @@ type config struct {
 	instanceID string
 	observer   func(Event)
 	clock      clockwork.Clock
+
+	acquireConcurrency int
 }
 
 func defaultConfig() config {
@@ -54,6 +59,8 @@ func defaultConfig() config {
 		keyPrefix:  DefaultKeyPrefix,
 		instanceID: host + "/" + strconv.Itoa(os.Getpid()),
 		clock:      clockwork.NewRealClock(),
+
+		acquireConcurrency: DefaultAcquireConcurrency,
 	}
 }
 
@@ -149,6 +156,24 @@ func WithClock(clock clockwork.Clock) Option {
 			return invalidOption("WithClock: clock must not be nil")
 		}
 		c.clock = clock
+		return nil
+	}
+}
+
+// WithAcquireConcurrency sets how many lease acquires the Scheduler runs at
+// once, each in one of its acquire workers (at most one per registered
+// job). Firings never wait for a worker: they queue, one entry per job at
+// most, and a slow store delays a job's acquire without delaying gocron or
+// other jobs' firings. Default: DefaultAcquireConcurrency (128). It must be
+// between 1 and 65536. Raise it when many jobs share a schedule and the
+// store's round trip is long: n acquires in flight complete about
+// n / round-trip per second.
+func WithAcquireConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 65536 {
+			return invalidOption("WithAcquireConcurrency: n must be between 1 and 65536, got %d", n)
+		}
+		c.acquireConcurrency = n
 		return nil
 	}
 }

@@ -40,42 +40,36 @@ type run struct {
 	done  chan struct{} // closed after the job returned and the lease was released
 }
 
-// fire is the gocron task of job j: map the firing to its occurrence, try
-// the lease for it, and on a win hand the run to its own goroutine.
-func (s *Scheduler) fire(j *job) {
-	occ, maxSkew := j.plan.occurrence(s.cfg.clock.Now())
-	occ = occ.In(s.cfg.location)
-	ev := Event{Job: j.name, Occurrence: occ}
-	log := s.log.With(slog.String("job", j.name), slog.Time("occurrence", occ))
-	if !j.firstFiring(occ.UnixMilli()) {
-		log.Debug("duplicate firing of an occurrence already handled here: dropped")
-		return
-	}
+// attempt is the guarded acquire of one firing of j, run by an acquire
+// worker: try the lease for the occurrence, and on a win hand the run to its
+// own goroutine.
+func (s *Scheduler) attempt(j *job, f firing) {
+	occ := f.occ
 	if s.base.Err() != nil {
-		s.skip(log, ev, SkipShutdown, nil)
+		s.skip(j, occ, SkipShutdown, nil)
 		return
 	}
 	// The acquire is not cancelled by Shutdown (an abandoned acquire may
 	// have taken the lease); it is bounded instead, and a lease won during
 	// shutdown is released at once.
 	actx, cancel := context.WithTimeout(context.Background(), min(j.ttl, MaxCleanup))
-	l, err := s.store.Acquire(actx, j.key, j.ttl, lease.WithRoundTime(occ, maxSkew), lease.WithOwner(j.owner))
+	l, err := s.store.Acquire(actx, j.key, j.ttl, lease.WithRoundTime(occ, f.maxSkew), lease.WithOwner(j.owner))
 	cancel()
 	switch {
 	case err == nil:
 	case errors.Is(err, lease.ErrLocked):
-		s.skip(log, ev, SkipLocked, err)
+		s.skip(j, occ, SkipLocked, err)
 		return
 	case errors.Is(err, lease.ErrRoundClaimed):
-		s.skip(log, ev, SkipClaimed, err)
+		s.skip(j, occ, SkipClaimed, err)
 		return
 	case errors.Is(err, lease.ErrClockSkew):
-		s.skip(log, ev, SkipClockSkew, err)
+		s.skip(j, occ, SkipClockSkew, err)
 		return
 	default:
-		log.Error("job lease acquire failed; occurrence not run here", slog.Any("error", err))
-		ev.Kind, ev.Err = EventAcquireFailed, err
-		s.emit(ev)
+		s.log.Error("job lease acquire failed; occurrence not run here",
+			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
+		s.emit(Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
 		return
 	}
 
@@ -85,11 +79,12 @@ func (s *Scheduler) fire(j *job) {
 		done:  make(chan struct{}),
 		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner},
 	}
+	log := withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ))
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		s.release(log, r)
-		s.skip(log, ev, SkipShutdown, nil)
+		s.skip(j, occ, SkipShutdown, nil)
 		return
 	}
 	s.runs[r] = struct{}{}
@@ -97,16 +92,16 @@ func (s *Scheduler) fire(j *job) {
 	go s.execute(r, log)
 }
 
-// skip reports an occurrence this replica does not run. A fast clock is an
-// error; losing the race is routine.
-func (s *Scheduler) skip(log *slog.Logger, ev Event, reason SkipReason, err error) {
-	ev.Kind, ev.Reason, ev.Err = EventSkipped, reason, err
+// skip reports an occurrence of j this replica does not run. A fast clock
+// is an error; losing the race is routine.
+func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 	if reason == SkipClockSkew {
-		log.Error("occurrence refused: this replica's clock runs ahead of the store's; fix its time sync", slog.Any("error", err))
+		s.log.Error("occurrence refused: this replica's clock runs ahead of the store's; fix its time sync",
+			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
 	} else {
-		log.Debug("occurrence skipped", slog.String("reason", reason.String()))
+		s.debug(j, occ, "occurrence skipped", slog.String("reason", reason.String()))
 	}
-	s.emit(ev)
+	s.emit(Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
 }
 
 // execute runs a won occurrence: heartbeat, call, stop heartbeat, release.

@@ -34,6 +34,10 @@ type plan interface {
 	// occurrence maps a firing at local time now to its occurrence (the
 	// scheduled time) and the maximum clock skew its round may carry.
 	occurrence(now time.Time) (occ time.Time, maxSkew time.Duration)
+	// groupKey identifies the plan: plans with equal keys fire at the same
+	// times and map firings to the same occurrences, so their jobs share
+	// one gocron job.
+	groupKey() string
 }
 
 // MaxRoundSkew caps the maximum skew passed with a round

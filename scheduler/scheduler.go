@@ -28,13 +28,19 @@ type Scheduler struct {
 	base       context.Context
 	cancelBase context.CancelCauseFunc
 
-	mu      sync.Mutex
-	jobs    map[string]*job // by lease key
-	order   []*job
-	started bool
-	closed  bool
-	cron    gocron.Scheduler // nil until Start and after Shutdown
-	runs    map[*run]struct{}
+	// queue feeds the acquire workers; see dispatch.go.
+	queue   *acquireQueue
+	workers sync.WaitGroup
+
+	mu       sync.Mutex
+	jobs     map[string]*job   // by lease key
+	groups   map[string]*group // by schedule (plan.groupKey)
+	order    []*job
+	started  bool
+	closed   bool
+	cron     gocron.Scheduler // nil until Start and after Shutdown
+	runs     map[*run]struct{}
+	nworkers int // acquire workers started
 }
 
 // job is a registered job.
@@ -52,6 +58,9 @@ type job struct {
 	// gocron can fire one scheduled time twice, and the second is dropped
 	// here without a store round trip.
 	lastFired atomic.Int64
+
+	mu      sync.Mutex
+	pending pendingState // guarded by mu
 }
 
 // firstFiring records occ as fired and reports whether it is newer than
@@ -91,7 +100,9 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		log:        cfg.logger.With(slog.String("instance", cfg.instanceID)),
 		base:       base,
 		cancelBase: cancel,
+		queue:      newAcquireQueue(),
 		jobs:       make(map[string]*job),
+		groups:     make(map[string]*group),
 		runs:       make(map[*run]struct{}),
 	}, nil
 }
@@ -152,13 +163,22 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if _, dup := s.jobs[key]; dup {
 		return fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, name, key)
 	}
-	if s.started {
-		if err := s.schedule(s.cron, j); err != nil {
+	g, grouped := s.groups[p.groupKey()]
+	if !grouped {
+		g = &group{key: p.groupKey(), plan: p}
+	}
+	if s.started && !grouped {
+		if err := s.schedule(s.cron, g, j); err != nil {
 			return err
 		}
 	}
+	g.add(j)
+	s.groups[g.key] = g
 	s.jobs[key] = j
 	s.order = append(s.order, j)
+	if s.started {
+		s.startWorkersLocked()
+	}
 	return nil
 }
 
@@ -181,31 +201,37 @@ func (s *Scheduler) Start() error {
 		return fmt.Errorf("scheduler: Start: gocron: %w", err)
 	}
 	for _, j := range s.order {
-		if err := s.schedule(g, j); err != nil {
+		grp := s.groups[j.plan.groupKey()]
+		if grp.members()[0] != j {
+			continue // scheduled with the group's first member
+		}
+		if err := s.schedule(g, grp, j); err != nil {
 			_ = g.Shutdown()
 			return err
 		}
 	}
 	g.Start()
 	s.cron, s.started = g, true
+	s.startWorkersLocked()
 	s.log.Info("scheduler started", slog.Int("jobs", len(s.order)))
 	return nil
 }
 
-// schedule adds j to g. A one-time job whose time has passed is logged and
-// left out.
-func (s *Scheduler) schedule(g gocron.Scheduler, j *job) error {
-	def, opts, ok := j.plan.definition(s.cfg.clock.Now().In(s.cfg.location))
+// schedule adds group grp, whose first member is j, to g. A one-time
+// schedule whose time has passed is logged and left out.
+func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
+	def, opts, ok := grp.plan.definition(s.cfg.clock.Now().In(s.cfg.location))
 	if !ok {
-		s.log.Warn("job has no occurrence left; it will not run", slog.String("job", j.name), slog.String("schedule", j.schedule.String()))
+		for _, m := range grp.members() {
+			s.log.Warn("job has no occurrence left; it will not run", slog.String("job", m.name), slog.String("schedule", m.schedule.String()))
+		}
 		return nil
 	}
-	// The task only decides and acquires; a won run executes in its own
-	// goroutine owned by the Scheduler, so gocron never waits on user code.
-	// Singleton mode with reschedule keeps gocron from queueing firings of
-	// one job; overlap between runs is prevented by the job's lease.
-	opts = append(opts, gocron.WithName(j.name), gocron.WithSingletonMode(gocron.LimitModeReschedule))
-	if _, err := g.NewJob(def, gocron.NewTask(func() { s.fire(j) }), opts...); err != nil {
+	// The task only maps the firing to its occurrence and queues the
+	// group's jobs for their acquires (dispatch.go); it never waits on the
+	// store or on user code, so gocron's own concurrency modes play no part.
+	opts = append(opts, gocron.WithName(grp.key))
+	if _, err := g.NewJob(def, gocron.NewTask(func() { s.fireGroup(grp) }), opts...); err != nil {
 		return fmt.Errorf("%w: Register %q: gocron: %w", ErrInvalidSchedule, j.name, err)
 	}
 	return nil

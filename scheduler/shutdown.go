@@ -42,11 +42,35 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 	var gocronErr error
 	if g != nil {
-		// gocron waits only for its tasks, which only acquire: user code
-		// runs in the Scheduler's own goroutines.
+		// gocron waits only for its tasks, which only queue acquires: the
+		// acquires and user code run in the Scheduler's own goroutines.
 		if err := g.ShutdownWithContext(ctx); err != nil {
 			gocronErr = fmt.Errorf("scheduler: stop gocron: %w", err)
 		}
+	}
+	// The acquire workers skip what is queued and finish the acquires in
+	// flight (each bounded by min(ttl, MaxCleanup); a lease won now is
+	// released at once), then exit.
+	s.queue.close()
+	workersDone := make(chan struct{})
+	go func() {
+		s.workers.Wait()
+		close(workersDone)
+	}()
+	select {
+	case <-workersDone:
+	case <-ctx.Done():
+		var acquiring []string
+		for _, j := range s.jobsSnapshot() {
+			j.mu.Lock()
+			if j.pending.busy {
+				acquiring = append(acquiring, j.name)
+			}
+			j.mu.Unlock()
+		}
+		s.log.Error("scheduler shut down with lease acquires still in flight; a lease they win is released at once",
+			slog.Any("jobs", acquiring))
+		return fmt.Errorf("%w: acquiring %s: %w", ErrJobsStillRunning, strings.Join(acquiring, ", "), context.Cause(ctx))
 	}
 
 	s.mu.Lock()
@@ -81,4 +105,10 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.log.Info("scheduler shut down")
 	}
 	return nil
+}
+
+func (s *Scheduler) jobsSnapshot() []*job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
 }

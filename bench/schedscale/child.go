@@ -20,6 +20,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// AcquireConcurrencyEnv names an environment variable that, when set,
+// passes its value to scheduler.WithAcquireConcurrency in every replica.
+const AcquireConcurrencyEnv = "SCHEDSCALE_ACQUIRE_CONCURRENCY"
+
 // ChildConfig configures one replica.
 type ChildConfig struct {
 	Addr     string        // Redis host:port
@@ -50,6 +54,7 @@ type message struct {
 	CPU time.Duration `json:"cpu"`
 	// done
 	Runs  [][2]int64      `json:"runs,omitempty"` // {job index, occurrence Unix ms}
+	Late  string          `json:"late,omitempty"` // lateness of the attempts' outcomes
 	Stats scheduler.Stats `json:"stats"`
 	Err   string          `json:"err,omitempty"`
 }
@@ -98,7 +103,22 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 
 	before := heapAfterGC()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s, err := scheduler.New(store, scheduler.WithInstanceID(fmt.Sprintf("replica-%d", cfg.Replica)), scheduler.WithLogger(logger))
+	opts := []scheduler.Option{scheduler.WithInstanceID(fmt.Sprintf("replica-%d", cfg.Replica)), scheduler.WithLogger(logger)}
+	if v := os.Getenv(AcquireConcurrencyEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("schedscale: %s: %w", AcquireConcurrencyEnv, err)
+		}
+		opts = append(opts, scheduler.WithAcquireConcurrency(n))
+	}
+	prof, err := startProfiler(cfg.Replica)
+	if err != nil {
+		return err
+	}
+	late := &lateness{d: make([]time.Duration, 0, cfg.Jobs*90)}
+	opts = append(opts, scheduler.WithObserver(late.observe))
+	timed := &timedStore{Store: store, d: make([]time.Duration, 0, cfg.Jobs*90)}
+	s, err := scheduler.New(timed, opts...)
 	if err != nil {
 		return err
 	}
@@ -125,6 +145,8 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		done.Err = err.Error()
 	}
 	done.Stats = s.Stats()
+	prof.stop()
+	done.Late = late.summary() + "; " + timed.summary()
 	mu.Lock()
 	done.Runs = runs
 	mu.Unlock()

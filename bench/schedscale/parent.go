@@ -153,7 +153,9 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 		if err := c.cmd.Wait(); err != nil {
 			return nil, fmt.Errorf("schedscale: replica %d: %w", i, err)
 		}
-		_ = stopAt
+		if c.done.Late != "" {
+			fmt.Fprintf(cfg.Log, "replica %d: %s\n", i, c.done.Late)
+		}
 		rep.Replicas = append(rep.Replicas, Replica{
 			HeapPerJob: (float64(c.ready.HeapAfter) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
 			CPU:        c.done.CPU - c.ready.CPU,

@@ -1,0 +1,158 @@
+package schedscale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/scheduler"
+)
+
+// ProfileDirEnv names an environment variable: when set to a directory,
+// every replica writes a CPU profile (cpu-<replica>.pprof) over its whole
+// run, block and mutex profiles, and an execution trace of TraceSeconds
+// seconds, and reports its firing lateness in its done message.
+const ProfileDirEnv = "SCHEDSCALE_PROFILE_DIR"
+
+// TraceAfter is when the execution trace starts, from the replica's start
+// (inside the checked window of a default run), and TraceSeconds how long it
+// runs.
+const (
+	TraceAfter   = 12 * time.Second
+	TraceSeconds = 3
+)
+
+// profiler writes the profiles a replica was asked for.
+type profiler struct {
+	dir     string
+	replica int
+	cpu     *os.File
+	tr      *os.File
+	stopTr  *time.Timer
+}
+
+func startProfiler(replica int) (*profiler, error) {
+	dir := os.Getenv(ProfileDirEnv)
+	if dir == "" {
+		return nil, nil
+	}
+	p := &profiler{dir: dir, replica: replica}
+	var err error
+	if p.cpu, err = os.Create(p.path("cpu", "pprof")); err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(p.cpu); err != nil {
+		return nil, err
+	}
+	runtime.SetBlockProfileRate(int(time.Millisecond))
+	runtime.SetMutexProfileFraction(100)
+	if p.tr, err = os.Create(p.path("trace", "out")); err != nil {
+		return nil, err
+	}
+	p.stopTr = time.AfterFunc(TraceAfter, func() {
+		if trace.Start(p.tr) == nil {
+			time.AfterFunc(TraceSeconds*time.Second, trace.Stop)
+		}
+	})
+	return p, nil
+}
+
+func (p *profiler) path(kind, ext string) string {
+	return filepath.Join(p.dir, fmt.Sprintf("%s-%d.%s", kind, p.replica, ext))
+}
+
+func (p *profiler) stop() {
+	if p == nil {
+		return
+	}
+	p.stopTr.Stop()
+	trace.Stop()
+	_ = p.tr.Close()
+	pprof.StopCPUProfile()
+	_ = p.cpu.Close()
+	for _, kind := range []string{"block", "mutex"} {
+		if f, err := os.Create(p.path(kind, "pprof")); err == nil {
+			_ = pprof.Lookup(kind).WriteTo(f, 0)
+			_ = f.Close()
+		}
+	}
+}
+
+// lateness records, for every occurrence the replica attempted, how late
+// its outcome event came: event time minus occurrence (this includes the
+// acquire's round trip).
+type lateness struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *lateness) observe(e scheduler.Event) {
+	switch e.Kind {
+	case scheduler.EventStarted, scheduler.EventSkipped, scheduler.EventAcquireFailed:
+	default:
+		return
+	}
+	late := time.Since(e.Occurrence)
+	l.mu.Lock()
+	l.d = append(l.d, late)
+	l.mu.Unlock()
+}
+
+// summary returns "p50 ... p99 ... max" of the recorded lateness.
+func (l *lateness) summary() string {
+	l.mu.Lock()
+	d := slices.Clone(l.d)
+	l.mu.Unlock()
+	if len(d) == 0 {
+		return "no attempts"
+	}
+	slices.Sort(d)
+	q := func(f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(time.Millisecond) }
+	over := 0
+	for _, x := range d {
+		if x >= time.Second {
+			over++
+		}
+	}
+	return fmt.Sprintf("%d attempts, lateness p50 %s p90 %s p99 %s max %s, >=1s: %d", len(d), q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond), over)
+}
+
+var _ io.Writer = (*os.File)(nil)
+
+// timedStore measures the store's Acquire round trips.
+type timedStore struct {
+	lease.Store
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (t *timedStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	began := time.Now()
+	l, err := t.Store.Acquire(ctx, key, ttl, opts...)
+	d := time.Since(began)
+	t.mu.Lock()
+	t.d = append(t.d, d)
+	t.mu.Unlock()
+	return l, err
+}
+
+func (t *timedStore) summary() string {
+	t.mu.Lock()
+	d := slices.Clone(t.d)
+	t.mu.Unlock()
+	if len(d) == 0 {
+		return "no acquires"
+	}
+	slices.Sort(d)
+	q := func(f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(100 * time.Microsecond) }
+	return fmt.Sprintf("acquire round trip p50 %s p90 %s p99 %s max %s", q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond))
+}
