@@ -15,6 +15,14 @@
 //  1. Map the firing to its occurrence, the scheduled time: the latest
 //     schedule point at or before this replica's clock (gocron never fires
 //     early; a firing delayed by load still maps to its own occurrence).
+//     Jobs with equal schedules share one gocron job, so the mapping is done
+//     once per firing for all of them, and each job is handed to a queue of
+//     lease acquires served by a fixed pool of workers
+//     (WithAcquireConcurrency): neither gocron nor a slow store round trip
+//     for one job delays the other jobs. A job has at most one acquire
+//     queued or in flight per replica; a firing that arrives meanwhile waits
+//     as the job's next and is acquired right after, in order (a later one
+//     replaces it, and the replaced occurrence is skipped as SkipOverrun).
 //  2. Acquire the lease "job:<name>" with the occurrence in Unix
 //     milliseconds as its round (lease.WithRoundTime). Losing (the lease is
 //     held, or the round already claimed) is a quiet skip: a debug log, an
@@ -45,10 +53,8 @@
 // Overlap policy "skip": the lease is the job's, not the occurrence's. While
 // one occurrence of a job runs anywhere, later occurrences of that job are
 // skipped everywhere (SkipLocked) — including on the replica running it:
-// gocron fires the job's task in singleton mode with
-// gocron.LimitModeReschedule, so firings never queue, and the task itself
-// only acquires; the run executes in a goroutine owned by the Scheduler.
-// A skipped occurrence is not made up later.
+// firings never queue behind a run, which executes in a goroutine owned by
+// the Scheduler. A skipped occurrence is not made up later.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has
@@ -73,7 +79,15 @@
 //   - A firing delayed by a whole interval or more (an overloaded or
 //     paused process) finds its occurrence's round already claimed, or
 //     claims it late if no other replica ran it: a late run is possible, a
-//     second run is not.
+//     second run is not. An acquire that waits in the queue keeps the
+//     occurrence its firing mapped to, however late it reaches the store.
+//   - Throughput is the store's: every replica asks the store once per
+//     occurrence of every job, and the winner once more to release. When
+//     the acquires of one interval take longer than the interval, the
+//     backlog grows, a job's next acquire follows its previous one closely,
+//     and an occurrence can find the previous run's lease still held on
+//     every replica (SkipLocked everywhere: a miss). See BENCHMARKS.md for
+//     what one Redis on a small machine sustains.
 //   - Go cannot stop a goroutine: a job that ignores its context keeps
 //     running after its lease is lost or after Shutdown returns.
 //   - Jobs are identified by name only: replicas that register one name

@@ -11,8 +11,10 @@ import (
 // Shutdown stops the scheduler:
 //
 //  1. No new runs: firings that have not acquired their lease are skipped,
-//     and gocron stops scheduling (a lease won in this instant is released
-//     at once).
+//     and gocron stops scheduling. Acquires already sent to the store are
+//     waited for (each is bounded by min(ttl, MaxCleanup)); a lease they win
+//     is released at once. If ctx ends first, Shutdown returns an error
+//     wrapping ErrJobsStillRunning that names the jobs still acquiring.
 //  2. Every running job's context is cancelled with cause ErrShutdown.
 //  3. Shutdown waits for the running jobs until ctx is done. A job that
 //     returns stops its heartbeat and releases its lease (with a fresh

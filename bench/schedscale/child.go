@@ -115,9 +115,9 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	late := &lateness{d: make([]time.Duration, 0, cfg.Jobs*90)}
+	late := &lateness{}
 	opts = append(opts, scheduler.WithObserver(late.observe))
-	timed := &timedStore{Store: store, d: make([]time.Duration, 0, cfg.Jobs*90)}
+	timed := &timedStore{Store: store}
 	s, err := scheduler.New(timed, opts...)
 	if err != nil {
 		return err
@@ -131,6 +131,9 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	after := heapAfterGC()
+	// Room for the measurements, reserved after the heap was measured.
+	late.reserve(cfg.Jobs * 90)
+	timed.reserve(cfg.Jobs * 90)
 	enc := json.NewEncoder(out)
 	if err := enc.Encode(message{Event: "ready", HeapBefore: before, HeapAfter: after, CPU: cpuTime()}); err != nil {
 		return err

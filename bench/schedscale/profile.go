@@ -3,7 +3,6 @@ package schedscale
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -126,8 +125,6 @@ func (l *lateness) summary() string {
 	return fmt.Sprintf("%d attempts, lateness p50 %s p90 %s p99 %s max %s, >=1s: %d", len(d), q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond), over)
 }
 
-var _ io.Writer = (*os.File)(nil)
-
 // timedStore measures the store's Acquire round trips.
 type timedStore struct {
 	lease.Store
@@ -155,4 +152,16 @@ func (t *timedStore) summary() string {
 	slices.Sort(d)
 	q := func(f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(100 * time.Microsecond) }
 	return fmt.Sprintf("acquire round trip p50 %s p90 %s p99 %s max %s", q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond))
+}
+
+func (l *lateness) reserve(n int) {
+	l.mu.Lock()
+	l.d = slices.Grow(l.d, n)
+	l.mu.Unlock()
+}
+
+func (t *timedStore) reserve(n int) {
+	t.mu.Lock()
+	t.d = slices.Grow(t.d, n)
+	t.mu.Unlock()
 }
