@@ -86,7 +86,7 @@ loop:
 			sent := clock.Now()
 			ctx := boundedContext{Context: h.ctx, deadline: cutoffAt()}
 			go func() {
-				exp, err := h.store.Extend(ctx, h.lease.ID, ttl)
+				exp, err := lease.Extend(ctx, h.store, &h.lease, ttl) // keyed when the store has it
 				results <- extendResult{sent: sent, expiresAt: exp, err: err}
 			}()
 		case r := <-results:

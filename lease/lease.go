@@ -75,21 +75,24 @@ func Attach(s Store, l *Lease) *Lease {
 	return l
 }
 
-// Extend extends the lease through the Store it came from. See Store.Extend.
+// Extend extends the lease through the Store it came from, with the
+// Store's keyed method when it has one (see KeyedStore and Extend), else
+// Store.Extend(ctx, l.ID, ttl).
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) (time.Time, error) {
 	if l.store == nil {
 		return time.Time{}, invalid("extend: lease is not attached to a store")
 	}
-	return l.store.Extend(ctx, l.ID, ttl)
+	return Extend(ctx, l.store, l, ttl)
 }
 
-// Release releases the lease through the Store it came from. See
-// Store.Release.
+// Release releases the lease through the Store it came from, with the
+// Store's keyed method when it has one (see KeyedStore and Release), else
+// Store.Release(ctx, l.ID).
 func (l *Lease) Release(ctx context.Context) error {
 	if l.store == nil {
 		return invalid("release: lease is not attached to a store")
 	}
-	return l.store.Release(ctx, l.ID)
+	return Release(ctx, l.store, l)
 }
 
 // LogID returns a short, non-secret form of the lease ID for logs.

@@ -13,9 +13,11 @@
 --   -2                the lease is no longer live (expired)
 --   -9                unreadable index or record
 --
--- The ID is verified against the record before anything is written. The new
--- expiry is written in place (SETRANGE at byte 50, 13 characters), which
--- keeps the record's layout; see acquire.lua.
+-- The ID is verified against the record before anything is written. The
+-- record is rewritten with the new expiry in place (bytes 50-62, 13
+-- characters, so the layout stays; see acquire.lua) and its new PX in one
+-- SET, one command fewer than SETRANGE and PEXPIRE (measured: same server
+-- time).
 local TOLERANCE_MS = 1000
 local dk = redis.call('GET', KEYS[1])
 if not dk then return -1 end
@@ -31,7 +33,6 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 if exp <= now - TOLERANCE_MS then return -2 end
 local nexp = now + tonumber(ARGV[2])
-redis.call('SETRANGE', dk, 49, string.format('%13d', nexp))
-redis.call('PEXPIRE', dk, ARGV[3])
+redis.call('SET', dk, string.sub(v, 1, 49) .. string.format('%13d', nexp) .. string.sub(v, 63), 'PX', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {1, nexp}

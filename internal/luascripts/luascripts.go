@@ -29,6 +29,18 @@ var Extend string
 //go:embed release.lua
 var Release string
 
+// ExtendLease is Extend for a holder that knows the lease's key: every key
+// in KEYS, no index read on the common path; see extend_lease.lua.
+//
+//go:embed extend_lease.lua
+var ExtendLease string
+
+// ReleaseLease is Release for a holder that knows the lease's key: every key
+// in KEYS, no index read on the common path; see release_lease.lua.
+//
+//go:embed release_lease.lua
+var ReleaseLease string
+
 // Lookup reads the live lease on a key; see lookup.lua.
 //
 //go:embed lookup.lua
@@ -53,11 +65,13 @@ const ToleranceMs = 1000
 // All returns every script by file name, for tests and tooling.
 func All() map[string]string {
 	return map[string]string{
-		"acquire.lua":   Acquire,
-		"extend.lua":    Extend,
-		"release.lua":   Release,
-		"lookup.lua":    Lookup,
-		"lookup_id.lua": LookupID,
-		"islocked.lua":  IsLocked,
+		"acquire.lua":       Acquire,
+		"extend.lua":        Extend,
+		"release.lua":       Release,
+		"extend_lease.lua":  ExtendLease,
+		"release_lease.lua": ReleaseLease,
+		"lookup.lua":        Lookup,
+		"lookup_id.lua":     LookupID,
+		"islocked.lua":      IsLocked,
 	}
 }

@@ -2,6 +2,7 @@ package luascripts
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,5 +42,24 @@ func TestAll_Scripts_NeverTouchFenceOrRoundExceptAcquire(t *testing.T) {
 		}
 		assert.NotContains(t, src, "KEYS[3]", name)
 		assert.NotContains(t, src, "KEYS[4]", name)
+	}
+}
+
+// TestKeyedScripts_TouchOnlyDeclaredKeys: the keyed scripts pass every key
+// they touch through KEYS (DESIGN 4), unlike the ID scripts, which must
+// find the data key through the index.
+func TestKeyedScripts_TouchOnlyDeclaredKeys(t *testing.T) {
+	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'(?:, ([^,)]+))?`)
+	for name, src := range map[string]string{"extend_lease.lua": ExtendLease, "release_lease.lua": ReleaseLease} {
+		t.Run(name, func(t *testing.T) {
+			calls := call.FindAllStringSubmatch(src, -1)
+			require.NotEmpty(t, calls)
+			for _, c := range calls {
+				if c[1] == "TIME" {
+					continue
+				}
+				assert.Regexp(t, `^KEYS\[\d\]$`, c[2], "%s must name a declared key", c[0])
+			}
+		})
 	}
 }

@@ -47,6 +47,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Fence", fenceTests},
 		{"Round", roundTests},
 		{"Lookup", lookupTests},
+		{"LeaseMethodsAgree", agreeTests},
 		{"Validation", validationTests},
 	}
 	// Subtests spend most of their time in Wait, so they run concurrently,

@@ -20,9 +20,9 @@ import (
 
 // aclCommands are the commands a cronguard user needs on a standalone or
 // Sentinel-managed Redis (docs/redis-acl.md): EVALSHA and EVAL run the
-// scripts; the scripts call TIME, GET, SET, SETRANGE, DEL, PEXPIRE and INCR;
+// scripts; the scripts call TIME, GET, SET, DEL, PEXPIRE and INCR;
 // PING is rueidis's keep-alive (its refusal is harmless but fills ACL LOG).
-var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+setrange", "+del", "+pexpire", "+incr", "+ping"}
+var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+ping"}
 
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,
@@ -109,8 +109,8 @@ func TestStore_ACL(t *testing.T) {
 	})
 }
 
-// leaseLife runs every kind of script a lease's life uses and returns the
-// first error.
+// leaseLife runs every kind of script a lease's life uses (the ID and the
+// keyed forms of extend and release) and returns the first error.
 func leaseLife(ctx context.Context, st *Store) error {
 	l, err := st.Acquire(ctx, "report", 2*time.Second, lease.WithRound(1))
 	if err != nil {
@@ -121,6 +121,9 @@ func leaseLife(ctx context.Context, st *Store) error {
 		func() error { _, err := st.Lookup(ctx, "report"); return err },
 		func() error { _, err := st.LookupID(ctx, l.ID); return err },
 		func() error { _, err := st.Extend(ctx, l.ID, 3*time.Second); return err },
+		func() error { _, err := l.Extend(ctx, 3*time.Second); return err },
+		func() error { return l.Release(ctx) },
+		func() error { l, err = st.Acquire(ctx, "report", 2*time.Second, lease.WithRound(2)); return err },
 		func() error { return st.Release(ctx, l.ID) },
 	}
 	for _, step := range steps {

@@ -47,9 +47,12 @@ func TestStore_Cluster_EveryOperationRoutesToOneSlot(t *testing.T) {
 		require.NoError(t, err)
 		_, err = st.LookupID(ctx, l.ID)
 		require.NoError(t, err)
+		_, err = st.Extend(ctx, l.ID, time.Second)
+		require.NoError(t, err, "by ID")
 		_, err = l.Extend(ctx, time.Second)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
+		require.NoError(t, err, "keyed")
+		require.NoError(t, l.Release(ctx), "keyed")
+		require.ErrorIs(t, st.Release(ctx, l.ID), lease.ErrNotHeld, "by ID, after release")
 	}
 	assert.Len(t, nodes, 3, "the keys reached every primary")
 }

@@ -28,6 +28,11 @@
 //     caller's, and tell not found, expired and not owner apart
 //     (*lease.NotHeldError). An ID whose leading characters route to no slot
 //     is not found without any I/O.
+//   - Lease.Extend and Lease.Release (and heartbeat) take a keyed path
+//     (ExtendLease, ReleaseLease; lease.KeyedStore): the lease's key gives
+//     the data key, which the script declares in KEYS with the index, and
+//     reads directly instead of through the index. The answers are those of
+//     Extend and Release by ID.
 //   - An acquire that ends in ErrTimeout or ErrAborted may have happened on
 //     the server. Acquire then releases that ID with a fresh context bounded
 //     by 2s before it returns. This closes the gap when the client keeps
@@ -82,7 +87,7 @@
 // a script calls, so those are granted too (TestStore_ACL runs the whole
 // conformance suite as this user):
 //
-//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels -@all +evalsha +eval +time +get +set +setrange +del +pexpire +incr +ping
+//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels -@all +evalsha +eval +time +get +set +del +pexpire +incr +ping
 //
 // Add +cluster|slots +cluster|shards on Redis Cluster, and +wait with
 // WithReplicaAck. docs/redis-acl.md explains each grant.

@@ -46,6 +46,9 @@ func TestStore_Garbage_NeverPanics(t *testing.T) {
 			_, err = st.Extend(ctx, l.ID, time.Second)
 			assert.ErrorIs(t, err, lease.ErrInternal, "extend")
 			assert.ErrorIs(t, st.Release(ctx, l.ID), lease.ErrInternal, "release")
+			_, err = l.Extend(ctx, time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "extend (keyed)")
+			assert.ErrorIs(t, l.Release(ctx), lease.ErrInternal, "release (keyed)")
 			_, err = st.IsLocked(ctx, "k")
 			assert.ErrorIs(t, err, lease.ErrInternal, "islocked")
 			_, err = st.Lookup(ctx, "k")
@@ -77,6 +80,16 @@ func TestStore_Garbage_NeverPanics(t *testing.T) {
 			locked, err := st.IsLocked(ctx, "k")
 			require.NoError(t, err)
 			assert.True(t, locked, "the data key is untouched")
+
+			// The keyed path verifies the ID in the record and does not
+			// read the index: the holder still extends and releases (the
+			// release deletes the damaged index with the record).
+			_, err = l.Extend(ctx, time.Second)
+			require.NoError(t, err, "extend (keyed)")
+			require.NoError(t, l.Release(ctx), "release (keyed)")
+			n, err := srv.client.Do(ctx, b.Exists().Key(ik).Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "the index key went with the release")
 		})
 	}
 

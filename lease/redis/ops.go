@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -33,20 +35,11 @@ func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.
 		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
 		s.dataPrefix,
 	})
-	if err := resp.Error(); err != nil {
-		return time.Time{}, wrapErr(ctx, op, what, err)
+	exp, code, err := readExtend(ctx, op, what, resp)
+	if err != nil || code == codeDone {
+		return exp, err
 	}
-	v, err := intsReply(resp)
-	if err != nil {
-		return time.Time{}, internalErr(op, what, err)
-	}
-	if len(v) == 2 && v[0] == 1 {
-		return time.UnixMilli(v[1]), nil
-	}
-	if len(v) != 1 {
-		return time.Time{}, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
-	}
-	return time.Time{}, notHeldCode(op, what, v[0])
+	return time.Time{}, notHeldCode(op, what, code)
 }
 
 // Release deletes the lease with id if and only if id holds it. See
@@ -64,20 +57,45 @@ func (s *Store) Release(ctx context.Context, id string) error {
 		return notHeld(op, what, lease.ReasonNotFound)
 	}
 	resp := releaseScript.Exec(ctx, s.client, []string{ik}, []string{id, s.dataPrefix})
+	code, err := readRelease(ctx, op, what, resp)
+	if err != nil || code == codeDone {
+		return err
+	}
+	return notHeldCode(op, what, code)
+}
+
+// readExtend reads an extend script's reply: {1, expiresAtMs} (code
+// codeDone and the new expiry) or a single code.
+func readExtend(ctx context.Context, op, what string, resp rueidis.RedisResult) (time.Time, int64, error) {
 	if err := resp.Error(); err != nil {
-		return wrapErr(ctx, op, what, err)
+		return time.Time{}, 0, wrapErr(ctx, op, what, err)
 	}
 	v, err := intsReply(resp)
 	if err != nil {
-		return internalErr(op, what, err)
+		return time.Time{}, 0, internalErr(op, what, err)
+	}
+	if len(v) == 2 && v[0] == codeDone {
+		return time.UnixMilli(v[1]), codeDone, nil
+	}
+	if len(v) != 1 || v[0] == codeDone {
+		return time.Time{}, 0, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
+	}
+	return time.Time{}, v[0], nil
+}
+
+// readRelease reads a release script's reply: a single code.
+func readRelease(ctx context.Context, op, what string, resp rueidis.RedisResult) (int64, error) {
+	if err := resp.Error(); err != nil {
+		return 0, wrapErr(ctx, op, what, err)
+	}
+	v, err := intsReply(resp)
+	if err != nil {
+		return 0, internalErr(op, what, err)
 	}
 	if len(v) != 1 {
-		return internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
+		return 0, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
 	}
-	if v[0] == 1 {
-		return nil
-	}
-	return notHeldCode(op, what, v[0])
+	return v[0], nil
 }
 
 // notHeldCode maps an extend or release code other than success.

@@ -41,6 +41,14 @@ func recordTail(key, owner string) string {
 	return `"key":` + string(k) + `,"owner":` + string(o) + `}`
 }
 
+// recordHead returns the first 49 bytes of the record of the lease with
+// id, up to the expiry: {"lockId":"<id>","expiresAtMs":. The keyed scripts
+// compare it with the stored record, which checks the layout and the ID in
+// one comparison.
+func recordHead(id string) string {
+	return `{"lockId":"` + id + `","expiresAtMs":`
+}
+
 // parsedRecord is a record that passed every check.
 type parsedRecord struct {
 	id                    string

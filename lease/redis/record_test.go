@@ -27,6 +27,7 @@ func TestRecord_LayoutMatchesScripts(t *testing.T) {
 	assert.Equal(t, id, r[11:33])
 	assert.Equal(t, `","expiresAtMs":`, r[33:49])
 	assert.Equal(t, "1712345678901", r[49:62])
+	assert.Equal(t, r[:49], recordHead(id), "the keyed scripts compare bytes 1-49 with recordHead")
 	require.True(t, json.Valid([]byte(r)), r)
 
 	p, err := parseRecord(r)

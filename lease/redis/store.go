@@ -18,21 +18,26 @@ import (
 // The scripts, built once. Exec sends EVALSHA and falls back to EVAL when
 // the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
 var (
-	acquireScript  = rueidis.NewLuaScript(luascripts.Acquire)
-	extendScript   = rueidis.NewLuaScript(luascripts.Extend)
-	releaseScript  = rueidis.NewLuaScript(luascripts.Release)
-	lookupScript   = rueidis.NewLuaScript(luascripts.Lookup)
-	lookupIDScript = rueidis.NewLuaScript(luascripts.LookupID)
-	isLockedScript = rueidis.NewLuaScript(luascripts.IsLocked)
+	acquireScript = rueidis.NewLuaScript(luascripts.Acquire)
+	extendScript  = rueidis.NewLuaScript(luascripts.Extend)
+	releaseScript = rueidis.NewLuaScript(luascripts.Release)
+	// The keyed fast paths of Lease.Extend and Lease.Release (held.go).
+	extendLeaseScript  = rueidis.NewLuaScript(luascripts.ExtendLease)
+	releaseLeaseScript = rueidis.NewLuaScript(luascripts.ReleaseLease)
+	lookupScript       = rueidis.NewLuaScript(luascripts.Lookup)
+	lookupIDScript     = rueidis.NewLuaScript(luascripts.LookupID)
+	isLockedScript     = rueidis.NewLuaScript(luascripts.IsLocked)
 )
 
 // Script return codes (see internal/luascripts).
 const (
+	codeDone       = 1
 	codeNotOwner   = 0
 	codeNotFound   = -1
 	codeExpired    = -2
 	codeClaimed    = -3
 	codeSkew       = -4
+	codeElsewhere  = -5 // keyed scripts: the ID's index names another data key
 	codeUnreadable = -9
 )
 
@@ -119,7 +124,6 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if o.Owner != "" {
 		owner = o.Owner
 	}
-	what := "key#" + lease.Hash(ks.storage)[:8]
 	id := newID(ks.slot)
 	ttlMs := ttl.Milliseconds()
 	args := []string{
@@ -133,38 +137,40 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	sent := s.clock.Now()
 	resp := s.execAcquire(ctx, []string{ks.data, indexPrefix(s.prefix, ks.slot) + id, ks.fence, ks.round}, args)
 	if err := resp.Error(); err != nil {
-		err = wrapErr(ctx, op, what, err)
+		name := keyName(ks)
+		err = wrapErr(ctx, op, name, err)
 		if isAmbiguous(err) {
-			s.reconcile(ctx, id, what)
+			s.reconcile(ctx, id, name)
 		}
 		return nil, err
 	}
 	v, err := intsReply(resp)
 	if err != nil {
-		return nil, internalErr(op, what, err)
+		return nil, internalErr(op, keyName(ks), err)
 	}
 	switch {
 	case len(v) == 4 && v[0] == 1:
 		// acquired; checked below
 	case len(v) == 2 && v[0] == 0:
-		return nil, fmt.Errorf("lease/redis: %s %s: %w", op, what, &lease.LockedError{Remaining: time.Duration(v[1]) * time.Millisecond})
+		return nil, fmt.Errorf("lease/redis: %s %s: %w", op, keyName(ks), &lease.LockedError{Remaining: time.Duration(v[1]) * time.Millisecond})
 	case len(v) == 1 && v[0] == codeClaimed:
-		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d", op, what, lease.ErrRoundClaimed, o.Round)
+		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d", op, keyName(ks), lease.ErrRoundClaimed, o.Round)
 	case len(v) == 1 && v[0] == codeSkew:
-		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d is more than %s ahead of server time", op, what, lease.ErrClockSkew, o.Round, o.MaxSkew)
+		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d is more than %s ahead of server time", op, keyName(ks), lease.ErrClockSkew, o.Round, o.MaxSkew)
 	case len(v) == 1 && v[0] == codeUnreadable:
-		return nil, internalErr(op, what, errUnreadable)
+		return nil, internalErr(op, keyName(ks), errUnreadable)
 	default:
-		return nil, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
+		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %v", errBadReply, v))
 	}
 	fence, err := checkFence(v[1])
 	if err != nil {
 		// The lease was taken but its token is unusable: give it back.
-		s.reconcile(ctx, id, what)
-		return nil, internalErr(op, what, err)
+		name := keyName(ks)
+		s.reconcile(ctx, id, name)
+		return nil, internalErr(op, name, err)
 	}
 	if v[1] > fenceWarn {
-		s.log.Warn("fence counter nearing its limit", "key", what, "fence", v[1], "limit", int64(fenceMax))
+		s.log.Warn("fence counter nearing its limit", "key", keyName(ks), "fence", v[1], "limit", int64(fenceMax))
 	}
 	return lease.Attach(s, &lease.Lease{
 		Key:        nkey,
@@ -176,6 +182,13 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		ExpiresAt:  time.UnixMilli(v[2]),
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
+}
+
+// keyName names a lease key in errors and logs without revealing it:
+// "key#" and the first 8 characters of lease.Hash of its storage key. It
+// hashes, so only error and log paths call it.
+func keyName(ks keyset) string {
+	return "key#" + lease.Hash(ks.storage)[:8]
 }
 
 // isAmbiguous reports whether a failed call may still have run on the

@@ -1,0 +1,99 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+var _ lease.KeyedStore = (*Store)(nil)
+
+// ExtendLease is Extend for l.ID, for a holder that has the whole lease
+// (lease.Lease.Extend and heartbeat call it through lease.Extend). It
+// answers exactly as Extend(ctx, l.ID, ttl) would, but the script it runs
+// names the lease's data key in KEYS and reads the record directly, without
+// the ID index lookup: one command fewer, and every key it touches is
+// declared. When l.Key does not lead to the record of l.ID (a Lease whose
+// fields were edited), it falls back to Extend by ID. One difference, on
+// damaged data only: when the record is the lease's own, a garbled index
+// key is not read, so the holder can still extend (Extend by ID fails with
+// lease.ErrInternal).
+func (s *Store) ExtendLease(ctx context.Context, l *lease.Lease, ttl time.Duration) (time.Time, error) {
+	const op = "extend"
+	if l == nil {
+		return time.Time{}, fmt.Errorf("lease/redis: %s: %w: lease must not be nil", op, lease.ErrInvalidArgument)
+	}
+	data, index, ok := s.leaseKeys(l)
+	if !ok {
+		return s.Extend(ctx, l.ID, ttl)
+	}
+	if err := lease.ValidateTTL(ttl); err != nil {
+		return time.Time{}, fmt.Errorf("lease/redis: %s: %w", op, err)
+	}
+	what := "lease " + lease.ShortID(l.ID)
+	ttlMs := ttl.Milliseconds()
+	resp := extendLeaseScript.Exec(ctx, s.client, []string{data, index}, []string{
+		recordHead(l.ID),
+		strconv.FormatInt(ttlMs, 10),
+		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
+	})
+	exp, code, err := readExtend(ctx, op, what, resp)
+	switch {
+	case err != nil || code == codeDone:
+		return exp, err
+	case code == codeElsewhere:
+		return s.Extend(ctx, l.ID, ttl)
+	}
+	return time.Time{}, notHeldCode(op, what, code)
+}
+
+// ReleaseLease is Release for l.ID, for a holder that has the whole lease
+// (lease.Lease.Release calls it through lease.Release). It answers exactly
+// as Release(ctx, l.ID) would, but the script it runs names the lease's
+// data key in KEYS and reads the record directly, without the ID index
+// lookup. When l.Key does not lead to the record of l.ID, it falls back to
+// Release by ID. As with ExtendLease, a garbled index key does not stop
+// the holder whose record is intact; the release deletes it.
+func (s *Store) ReleaseLease(ctx context.Context, l *lease.Lease) error {
+	const op = "release"
+	if l == nil {
+		return fmt.Errorf("lease/redis: %s: %w: lease must not be nil", op, lease.ErrInvalidArgument)
+	}
+	data, index, ok := s.leaseKeys(l)
+	if !ok {
+		return s.Release(ctx, l.ID)
+	}
+	what := "lease " + lease.ShortID(l.ID)
+	resp := releaseLeaseScript.Exec(ctx, s.client, []string{data, index}, []string{recordHead(l.ID)})
+	code, err := readRelease(ctx, op, what, resp)
+	switch {
+	case err != nil || code == codeDone:
+		return err
+	case code == codeElsewhere:
+		return s.Release(ctx, l.ID)
+	}
+	return notHeldCode(op, what, code)
+}
+
+// leaseKeys returns the data and index keys of l for the keyed scripts, or
+// false when the ID path must answer instead: the ID is malformed or routes
+// to no slot (the ID path says why, without I/O), or l.Key is not a valid
+// key or hashes to another slot than the ID (the keys could not be used
+// together on Redis Cluster, and cannot be the same lease's).
+func (s *Store) leaseKeys(l *lease.Lease) (data, index string, ok bool) {
+	if lease.ValidateID(l.ID) != nil {
+		return "", "", false
+	}
+	slot, ok := decodeSlot(l.ID)
+	if !ok {
+		return "", "", false
+	}
+	ks, err := keysFor(s.prefix, l.Key)
+	if err != nil || ks.slot != slot {
+		return "", "", false
+	}
+	return ks.data, indexPrefix(s.prefix, slot) + l.ID, true
+}
