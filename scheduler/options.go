@@ -28,7 +28,7 @@ const (
 	MaxInstanceIDLen = 128
 	// DefaultAcquireConcurrency is how many lease acquires a Scheduler runs
 	// at once unless WithAcquireConcurrency says otherwise.
-	DefaultAcquireConcurrency = 128
+	DefaultAcquireConcurrency = 256
 	// MaxCleanup bounds the context of a Release after a run (and of each
 	// acquire): min(ttl, MaxCleanup).
 	MaxCleanup = 5 * time.Second
