@@ -177,6 +177,11 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
+	return pingOver(c)
+}
+
+// pingOver sends PING on c, expects PONG within a second, and closes c.
+func pingOver(c net.Conn) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {

@@ -8,13 +8,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -179,20 +177,7 @@ func pingTLS(addr string, cfg *tls.Config) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 64)
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
-		return fmt.Errorf("unexpected reply %q", buf[:n])
-	}
-	return nil
+	return pingOver(c)
 }
 
 func serial(t testing.TB) *big.Int {
