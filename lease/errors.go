@@ -77,6 +77,7 @@ type NotHeldError struct {
 	Reason NotHeldReason // why the lease is not held
 }
 
+// Error returns "lease: <op>: not held: <reason>".
 func (e *NotHeldError) Error() string {
 	return fmt.Sprintf("lease: %s: not held: %s", e.Op, e.Reason)
 }
@@ -92,6 +93,7 @@ type LockedError struct {
 	Remaining time.Duration
 }
 
+// Error says the key is locked and, when known, how long the holder has left.
 func (e *LockedError) Error() string {
 	if e.Remaining > 0 {
 		return fmt.Sprintf("lease: acquire: locked (holder has %s left)", e.Remaining)

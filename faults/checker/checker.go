@@ -47,6 +47,7 @@ type Violation struct {
 	Detail     string
 }
 
+// String formats the violation for the summary: check, job, occurrence, detail.
 func (v Violation) String() string {
 	occ := ""
 	if v.Occurrence != 0 {
