@@ -164,7 +164,7 @@ func WithClock(clock clockwork.Clock) Option {
 // once, each in one of its acquire workers (at most one per registered
 // job). Firings never wait for a worker: they queue, one entry per job at
 // most, and a slow store delays a job's acquire without delaying gocron or
-// other jobs' firings. Default: DefaultAcquireConcurrency (128). It must be
+// other jobs' firings. Default: DefaultAcquireConcurrency (256). It must be
 // between 1 and 65536. Raise it when many jobs share a schedule and the
 // store's round trip is long: n acquires in flight complete about
 // n / round-trip per second.
