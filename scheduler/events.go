@@ -106,7 +106,7 @@ type Event struct {
 	Fence      fencing.Token // the run's fencing token, once acquired
 	LeaseID    string        // the lease ID in short form (lease.ShortID), once acquired
 	Duration   time.Duration // for succeeded, failed and panicked: how long the job ran
-	Err        error         // the error, for failed, panicked, lease lost, acquire failed, clock skew
+	Err        error         // the error, for failed, panicked, lease lost, acquire failed, and skips the store answered (locked, claimed, clock skew)
 }
 
 // Stats are running totals of what this Scheduler did, since New.
