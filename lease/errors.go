@@ -10,7 +10,7 @@ import (
 // (and its cause), so callers branch with errors.Is.
 var (
 	// ErrLocked: the key is held by another lease. Errors that wrap it are
-	// *LockedError values, which say how long the holder has left when known.
+	// *LockedError values, which say when the key is free unless renewed.
 	ErrLocked = errors.New("lease: locked")
 	// ErrRoundClaimed: the acquire carried a round that is not newer than the
 	// highest round already recorded for the key.
@@ -88,15 +88,16 @@ func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
 // LockedError is the error Acquire returns when another lease holds the key.
 // errors.Is(err, ErrLocked) is true for it.
 type LockedError struct {
-	// Remaining is how long the current holder's lease has left, as the
-	// server saw it; zero when unknown.
+	// Remaining is how long until the key can be taken if the holder does
+	// not extend or release it (its ExpiresAt + ExpiryTolerance), as the
+	// server saw it; zero when unknown. lease.Lock waits no longer than this.
 	Remaining time.Duration
 }
 
-// Error says the key is locked and, when known, how long the holder has left.
+// Error says the key is locked and, when known, when it is free unless renewed.
 func (e *LockedError) Error() string {
 	if e.Remaining > 0 {
-		return fmt.Sprintf("lease: acquire: locked (holder has %s left)", e.Remaining)
+		return fmt.Sprintf("lease: acquire: locked (free in %s unless renewed)", e.Remaining)
 	}
 	return "lease: acquire: locked"
 }

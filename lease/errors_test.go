@@ -34,7 +34,7 @@ func TestLockedError(t *testing.T) {
 	var le *lease.LockedError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, 1500*time.Millisecond, le.Remaining)
-	assert.Equal(t, "memory: lease: acquire: locked (holder has 1.5s left)", err.Error())
+	assert.Equal(t, "memory: lease: acquire: locked (free in 1.5s unless renewed)", err.Error())
 	assert.Equal(t, "lease: acquire: locked", (&lease.LockedError{}).Error())
 }
 

@@ -13,7 +13,8 @@
 --
 -- Returns
 --   {1, fence, expiresAtMs, acquiredAtMs}  acquired
---   {0, remainingMs}                       a live lease holds the key
+--   {0, remainingMs}                       a live lease holds the key; ms until it
+--                                          can be taken (expiresAt + tolerance - now, >= 1)
 --   {-3}                                   round not newer than the recorded one
 --   {-4}                                   round more than max skew ahead of server time
 --   {-9}                                   the data key holds an unreadable record
@@ -33,8 +34,7 @@ if cur then
     return {-9}
   end
   if exp > now - TOLERANCE_MS then
-    local rem = exp - now
-    if rem < 1 then rem = 1 end
+    local rem = exp + TOLERANCE_MS - now
     return {0, rem}
   end
 end

@@ -35,7 +35,14 @@ func testLiveWithinTolerance(t *testing.T, env Env) {
 	env.Wait(shortTTL + lease.ExpiryTolerance/2)
 	requireLockedState(t, env, key, true, "a lease is live until ExpiresAt + ExpiryTolerance")
 	_, err := env.Store.Acquire(t.Context(), key, longTTL)
-	requireLocked(t, err, "Acquire within the expiry tolerance")
+	le := requireLocked(t, err, "Acquire within the expiry tolerance")
+	// Remaining counts to when the key can be taken (ExpiresAt +
+	// ExpiryTolerance), about half the tolerance here, not to ExpiresAt,
+	// which has passed: a waiter told "1ms" would spin for a second.
+	assert.Greater(t, le.Remaining, lease.ExpiryTolerance/10,
+		"LockedError.Remaining within the tolerance must count to ExpiresAt + ExpiryTolerance")
+	assert.LessOrEqual(t, le.Remaining, lease.ExpiryTolerance/2+50*time.Millisecond,
+		"LockedError.Remaining cannot exceed the time until the key is free")
 }
 
 // testExtendReplacesExpiry: Extend sets expiry to now + ttl (it does not add

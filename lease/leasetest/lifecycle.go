@@ -60,8 +60,10 @@ func testContended(t *testing.T, env Env) {
 	second, err := env.Store.Acquire(ctx, key, longTTL)
 	assert.Nil(t, second, "a contended Acquire must not return a Lease")
 	le := requireLocked(t, err, "second Acquire of a held key")
-	assert.LessOrEqual(t, le.Remaining, longTTL+lease.ExpiryTolerance+lease.ExpiredRetention,
-		"LockedError.Remaining cannot exceed what the holder could have left")
+	assert.LessOrEqual(t, le.Remaining, longTTL+lease.ExpiryTolerance,
+		"LockedError.Remaining cannot exceed the time until the key is free (TTL + ExpiryTolerance)")
+	assert.Greater(t, le.Remaining, lease.ExpiryTolerance,
+		"LockedError.Remaining of a fresh lease counts its TTL and the ExpiryTolerance")
 
 	info, err := env.Store.Lookup(ctx, key)
 	require.NoError(t, err, "Lookup after a failed contended acquire")
