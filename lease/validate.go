@@ -83,13 +83,15 @@ func NewID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ShortID returns the first 6 characters of an ID followed by "…": enough
-// to tell leases apart in logs without revealing the ID.
+// ShortID returns "…" followed by the last 6 characters of an ID: enough
+// to tell leases apart in logs (36 random bits) without revealing the ID.
+// The last characters are used because a store may encode routing in the
+// first ones (lease/redis puts the cluster slot there).
 func ShortID(id string) string {
 	if len(id) <= 6 {
 		return id
 	}
-	return id[:6] + "…"
+	return "…" + id[len(id)-6:]
 }
 
 // Hash returns base64url(SHA-256(s)[:16]), 22 characters: the form in which

@@ -110,10 +110,10 @@ func TestNewID_FormAndUniqueness(t *testing.T) {
 }
 
 func TestShortID(t *testing.T) {
-	assert.Equal(t, "abcdef…", lease.ShortID("abcdefghijklmnopqrstuv"))
+	assert.Equal(t, "…qrstuv", lease.ShortID("abcdefghijklmnopqrstuv"))
 	assert.Equal(t, "abc", lease.ShortID("abc"))
 	l := &lease.Lease{ID: "abcdefghijklmnopqrstuv"}
-	assert.Equal(t, "abcdef…", l.LogID())
+	assert.Equal(t, "…qrstuv", l.LogID())
 }
 
 func TestHash(t *testing.T) {

@@ -94,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("cronworker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.redisURL, "redis", "", "use the Redis server at this URL (redis://[user:password@]host:port[/db], rediss:// for TLS) instead of an embedded one")
-	fs.IntVar(&c.replicas, "replicas", defaultReplicas, "replicas to run in this process (default 1 with -redis)")
+	fs.IntVar(&c.replicas, "replicas", defaultReplicas, "replicas to run in this process; with -redis the default is 1")
 	fs.DurationVar(&c.runFor, "for", defaultRunFor, "how long to run before shutting down")
 	fs.StringVar(&c.dbPath, "db", "", "SQLite file the jobs write to (default: a new temporary file)")
 	fs.BoolVar(&c.stall, "stall", false, "freeze one replica past its lease's TTL, so fencing rejects its late write")
