@@ -125,51 +125,29 @@ type Stats struct {
 	AcquireFailed uint64 // occurrences not run: the store could not be asked
 }
 
+// counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	started, succeeded, failed, panicked, leaseLost, released    atomic.Uint64
-	skipLocked, skipClaimed, skipClockSkew, skipShutdown, acqErr atomic.Uint64
-	skipOverrun                                                  atomic.Uint64
+	kinds   [EventReleased + 1]atomic.Uint64
+	reasons [SkipOverrun + 1]atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
-	switch e.Kind {
-	case EventStarted:
-		c.started.Add(1)
-	case EventSucceeded:
-		c.succeeded.Add(1)
-	case EventFailed:
-		c.failed.Add(1)
-	case EventPanicked:
-		c.failed.Add(1)
-		c.panicked.Add(1)
-	case EventLeaseLost:
-		c.leaseLost.Add(1)
-	case EventReleased:
-		c.released.Add(1)
-	case EventAcquireFailed:
-		c.acqErr.Add(1)
-	case EventSkipped:
-		switch e.Reason {
-		case SkipLocked:
-			c.skipLocked.Add(1)
-		case SkipClaimed:
-			c.skipClaimed.Add(1)
-		case SkipClockSkew:
-			c.skipClockSkew.Add(1)
-		case SkipShutdown:
-			c.skipShutdown.Add(1)
-		case SkipOverrun:
-			c.skipOverrun.Add(1)
-		}
+	if e.Kind > 0 && int(e.Kind) < len(c.kinds) {
+		c.kinds[e.Kind].Add(1)
+	}
+	if e.Kind == EventSkipped && e.Reason > 0 && int(e.Reason) < len(c.reasons) {
+		c.reasons[e.Reason].Add(1)
 	}
 }
 
 func (c *counters) snapshot() Stats {
+	k := func(kind EventKind) uint64 { return c.kinds[kind].Load() }
+	r := func(reason SkipReason) uint64 { return c.reasons[reason].Load() }
 	return Stats{
-		Started: c.started.Load(), Succeeded: c.succeeded.Load(), Failed: c.failed.Load(),
-		Panicked: c.panicked.Load(), LeaseLost: c.leaseLost.Load(), Released: c.released.Load(),
-		SkipLocked: c.skipLocked.Load(), SkipClaimed: c.skipClaimed.Load(),
-		SkipClockSkew: c.skipClockSkew.Load(), SkipShutdown: c.skipShutdown.Load(),
-		SkipOverrun: c.skipOverrun.Load(), AcquireFailed: c.acqErr.Load(),
+		Started: k(EventStarted), Succeeded: k(EventSucceeded),
+		Failed:   k(EventFailed) + k(EventPanicked), // panics count as failures too
+		Panicked: k(EventPanicked), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
+		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
+		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), AcquireFailed: k(EventAcquireFailed),
 	}
 }

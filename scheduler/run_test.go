@@ -139,6 +139,7 @@ func TestScheduler_Run_PanicRecoveredAndReleased(t *testing.T) {
 		assert.False(t, locked)
 		st := s.Stats()
 		assert.Equal(t, uint64(1), st.Panicked)
+		assert.Equal(t, uint64(1), st.Failed, "a panic counts as a failure too")
 		assert.Equal(t, uint64(1), st.Released)
 	})
 }
