@@ -31,16 +31,13 @@ func TestStart_Renewals_KeepLeaseAliveForTenTTLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeStore(clockwork.NewRealClock())
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
-		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 
 		time.Sleep(10 * ttl)
 		synctest.Wait()
 
 		require.NoError(t, ctx.Err(), "heartbeat context must stay alive while renewals succeed")
-		_, err = store.LookupID(t.Context(), l.ID)
+		_, err := store.LookupID(t.Context(), l.ID)
 		assert.NoError(t, err, "lease must still be live in the store")
 		ext := rec.of(heartbeat.EventExtended)
 		assert.Len(t, ext, int(10*ttl/interval), "one renewal per interval")
@@ -63,10 +60,7 @@ func TestStart_ReleasedBehindBack_CancelsWithLeaseLostWithinInterval(t *testing.
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeStore(clockwork.NewRealClock())
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
-		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 		doneAt := watchDone(ctx)
 
 		time.Sleep(interval + interval/2)
@@ -102,10 +96,7 @@ func TestStart_TransientErrors_RecoverWithoutCancel(t *testing.T) {
 			return nil
 		})
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
-		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 
 		time.Sleep(10 * ttl)
 		synctest.Wait()
@@ -138,10 +129,7 @@ func TestStart_PersistentErrors_CancelUnconfirmedBeforeDeadline(t *testing.T) {
 			return nil
 		})
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
-		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 		doneAt := watchDone(ctx)
 
 		done := doneAt()
@@ -167,10 +155,7 @@ func TestStart_HangingExtend_CancelsAtCutoff(t *testing.T) {
 			return nil
 		})
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
-		ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 		doneAt := watchDone(ctx)
 
 		done := doneAt()
@@ -187,11 +172,8 @@ func TestStart_ParentCancelled_StopsWithoutLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newFakeStore(clockwork.NewRealClock())
 		l := acquire(t, store, "job", ttl)
-		rec := &recorder{}
 		parent, cancel := context.WithCancelCause(t.Context())
-		ctx, stop, err := heartbeat.Start(parent, store, l,
-			heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-		require.NoError(t, err)
+		ctx, stop, rec := startRecorded(t, parent, store, l)
 
 		time.Sleep(interval + interval/2)
 		shutdown := errors.New("shutting down")
@@ -216,10 +198,7 @@ func TestStop_Idempotent(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			store := newFakeStore(clockwork.NewRealClock())
 			l := acquire(t, store, "job", ttl)
-			rec := &recorder{}
-			ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-				heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-			require.NoError(t, err)
+			ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 			time.Sleep(interval + interval/2)
 
 			var wg sync.WaitGroup
@@ -279,10 +258,7 @@ func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	store := newFakeStore(clock)
 	l := acquire(t, store, "job", ttl)
-	rec := &recorder{}
-	ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithClock(clock),
-		heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-	require.NoError(t, err)
+	ctx, stop, rec := startRecorded(t, t.Context(), store, l, heartbeat.WithClock(clock))
 
 	const step = interval / 4 // renewals fall on steps
 	for range 10 * ttl / step {
@@ -294,7 +270,7 @@ func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
 
 	require.NoError(t, ctx.Err())
 	assert.Len(t, rec.of(heartbeat.EventExtended), int(10*ttl/interval))
-	_, err = store.LookupID(t.Context(), l.ID)
+	_, err := store.LookupID(t.Context(), l.ID)
 	assert.NoError(t, err)
 	require.NoError(t, stop())
 	goleak.VerifyNone(t, ignore)
@@ -344,11 +320,8 @@ func TestStop_DuringExtend_NoRetryNoLoss(t *testing.T) {
 				store.setExtendHook(hang)
 				for range 20 {
 					l := acquire(t, store, lease.NewID(), ttl)
-					rec := &recorder{}
 					parent, cancel := context.WithCancel(t.Context())
-					_, stop, err := heartbeat.Start(parent, store, l,
-						heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-					require.NoError(t, err)
+					_, stop, rec := startRecorded(t, parent, store, l)
 					time.Sleep(interval + interval/2) // the first renewal hangs
 					if how == "parent" {
 						cancel()

@@ -27,6 +27,18 @@ func (r *recorder) observe(e heartbeat.Event) {
 	r.events = append(r.events, e)
 }
 
+// startRecorded starts a heartbeat on l under parent, with a recorder as
+// its observer and a discarding logger (plus opts), and fails the test if
+// Start does.
+func startRecorded(t *testing.T, parent context.Context, store lease.Store, l *lease.Lease, opts ...heartbeat.Option) (context.Context, heartbeat.Stop, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	ctx, stop, err := heartbeat.Start(parent, store, l,
+		append([]heartbeat.Option{heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard)}, opts...)...)
+	require.NoError(t, err)
+	return ctx, stop, rec
+}
+
 // of returns the events of kind k, in order.
 func (r *recorder) of(k heartbeat.EventKind) []heartbeat.Event {
 	r.mu.Lock()

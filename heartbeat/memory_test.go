@@ -25,10 +25,7 @@ func TestStart_MemoryStore_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 	store, err := memory.New(memory.WithClock(clock))
 	require.NoError(t, err)
 	l := acquire(t, store, "job", ttl)
-	rec := &recorder{}
-	ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithClock(clock),
-		heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-	require.NoError(t, err)
+	ctx, stop, rec := startRecorded(t, t.Context(), store, l, heartbeat.WithClock(clock))
 
 	const step = interval / 4
 	for range 10 * ttl / step {

@@ -22,10 +22,7 @@ func TestStart_Redis_PausedServerCancelsUnconfirmed(t *testing.T) {
 	store := newRedisStore(t, srv.Client(t), uniqueRedisPrefix())
 	l, err := store.Acquire(t.Context(), "job", redisTTL)
 	require.NoError(t, err)
-	rec := &recorder{}
-	ctx, stop, err := heartbeat.Start(t.Context(), store, l,
-		heartbeat.WithObserver(rec.observe), heartbeat.WithLogger(discard))
-	require.NoError(t, err)
+	ctx, stop, rec := startRecorded(t, t.Context(), store, l)
 	doneAt := watchDone(ctx)
 
 	time.Sleep(redisTTL / 2)
