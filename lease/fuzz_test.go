@@ -29,6 +29,10 @@ func FuzzNormalizeKey(f *testing.F) {
 		if !utf8.ValidString(got) {
 			t.Fatalf("NormalizeKey(%q) = %q: not valid UTF-8", key, got)
 		}
+		if want := norm.NFC.String(key); got != want {
+			// The ASCII fast path must agree with the normalizer.
+			t.Fatalf("NormalizeKey(%q) = %q, NFC gives %q", key, got, want)
+		}
 		if !norm.NFC.IsNormalString(got) {
 			t.Fatalf("NormalizeKey(%q) = %q: not NFC", key, got)
 		}

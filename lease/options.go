@@ -56,6 +56,9 @@ const MaxOwnerLen = 256
 
 // ResolveAcquireOptions applies opts in order and validates the result.
 func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
+	if len(opts) == 0 {
+		return AcquireOptions{}, nil // no allocation on the plain acquire
+	}
 	var o AcquireOptions
 	for _, opt := range opts {
 		if opt != nil {

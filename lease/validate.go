@@ -33,6 +33,14 @@ func NormalizeKey(key string) (string, error) {
 	if key == "" {
 		return "", invalid("key must not be empty")
 	}
+	if isASCII(key) {
+		// ASCII is valid UTF-8 and already in NFC: the common case, on
+		// every acquire, without the normalizer's rune-by-rune check.
+		if len(key) > MaxKeyBytes {
+			return "", invalid("key must be at most %d bytes after NFC normalization, got %d", MaxKeyBytes, len(key))
+		}
+		return key, nil
+	}
 	if !utf8.ValidString(key) {
 		return "", invalid("key must be valid UTF-8")
 	}
@@ -41,6 +49,16 @@ func NormalizeKey(key string) (string, error) {
 		return "", invalid("key must be at most %d bytes after NFC normalization, got %d", MaxKeyBytes, len(n))
 	}
 	return n, nil
+}
+
+// isASCII reports whether s holds only bytes below 0x80.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateTTL checks that ttl is a positive whole number of milliseconds, at

@@ -26,28 +26,27 @@ func (s *Store) ExtendLease(ctx context.Context, l *lease.Lease, ttl time.Durati
 	if l == nil {
 		return time.Time{}, fmt.Errorf("lease/redis: %s: %w: lease must not be nil", op, lease.ErrInvalidArgument)
 	}
-	data, index, ok := s.leaseKeys(l)
+	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
 	if !ok {
 		return s.Extend(ctx, l.ID, ttl)
 	}
 	if err := lease.ValidateTTL(ttl); err != nil {
 		return time.Time{}, fmt.Errorf("lease/redis: %s: %w", op, err)
 	}
-	what := "lease " + lease.ShortID(l.ID)
 	ttlMs := ttl.Milliseconds()
 	resp := extendLeaseScript.Exec(ctx, s.client, []string{data, index}, []string{
-		recordHead(l.ID),
+		head,
 		strconv.FormatInt(ttlMs, 10),
 		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
 	})
-	exp, code, err := readExtend(ctx, op, what, resp)
+	exp, code, err := readExtend(ctx, op, l.ID, resp)
 	switch {
 	case err != nil || code == codeDone:
 		return exp, err
 	case code == codeElsewhere:
 		return s.Extend(ctx, l.ID, ttl)
 	}
-	return time.Time{}, notHeldCode(op, what, code)
+	return time.Time{}, notHeldCode(op, l.ID, code)
 }
 
 // ReleaseLease is Release for l.ID, for a holder that has the whole lease
@@ -62,38 +61,18 @@ func (s *Store) ReleaseLease(ctx context.Context, l *lease.Lease) error {
 	if l == nil {
 		return fmt.Errorf("lease/redis: %s: %w: lease must not be nil", op, lease.ErrInvalidArgument)
 	}
-	data, index, ok := s.leaseKeys(l)
+	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
 	if !ok {
 		return s.Release(ctx, l.ID)
 	}
-	what := "lease " + lease.ShortID(l.ID)
-	resp := releaseLeaseScript.Exec(ctx, s.client, []string{data, index}, []string{recordHead(l.ID)})
-	code, err := readRelease(ctx, op, what, resp)
+	kv := [...]string{data, index, head} // one allocation for KEYS and ARGV
+	resp := releaseLeaseScript.Exec(ctx, s.client, kv[:2:2], kv[2:])
+	code, err := readRelease(ctx, op, l.ID, resp)
 	switch {
 	case err != nil || code == codeDone:
 		return err
 	case code == codeElsewhere:
 		return s.Release(ctx, l.ID)
 	}
-	return notHeldCode(op, what, code)
-}
-
-// leaseKeys returns the data and index keys of l for the keyed scripts, or
-// false when the ID path must answer instead: the ID is malformed or routes
-// to no slot (the ID path says why, without I/O), or l.Key is not a valid
-// key or hashes to another slot than the ID (the keys could not be used
-// together on Redis Cluster, and cannot be the same lease's).
-func (s *Store) leaseKeys(l *lease.Lease) (data, index string, ok bool) {
-	if lease.ValidateID(l.ID) != nil {
-		return "", "", false
-	}
-	slot, ok := decodeSlot(l.ID)
-	if !ok {
-		return "", "", false
-	}
-	ks, err := keysFor(s.prefix, l.Key)
-	if err != nil || ks.slot != slot {
-		return "", "", false
-	}
-	return ks.data, indexPrefix(s.prefix, slot) + l.ID, true
+	return notHeldCode(op, l.ID, code)
 }

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"strings"
 
 	"github.com/cronguard/cronguard/lease"
@@ -17,7 +19,9 @@ type keyset struct {
 	round   string // <prefix>:round:{G}
 }
 
-// keysFor derives the keyset of a normalized user key under prefix.
+// keysFor derives the keyset of a normalized user key under prefix. The
+// data, fence and round keys share one allocation: they run on every
+// acquire.
 func keysFor(prefix, key string) (keyset, error) {
 	k, err := lease.StorageKey(prefix, key, lease.StorageKeyBudget, lease.StorageKeyReserve)
 	if err != nil {
@@ -27,19 +31,80 @@ func keysFor(prefix, key string) (keyset, error) {
 	if strings.ContainsAny(k, "{}") {
 		g = lease.Hash(k)
 	}
+	var b strings.Builder
+	b.Grow(3*(len(prefix)+len(g)) + len(":{}:fence:{}:round:{}"))
+	writeTagged(&b, prefix, ":{", g)
+	d := b.Len()
+	writeTagged(&b, prefix, ":fence:{", g)
+	f := b.Len()
+	writeTagged(&b, prefix, ":round:{", g)
+	all := b.String()
 	return keyset{
 		storage: k,
 		tag:     g,
 		slot:    keySlot(g),
-		data:    prefix + ":{" + g + "}",
-		fence:   prefix + ":fence:{" + g + "}",
-		round:   prefix + ":round:{" + g + "}",
+		data:    all[:d],
+		fence:   all[d:f],
+		round:   all[f:],
 	}, nil
+}
+
+// writeTagged writes prefix, namespace (ending in "{"), tag and "}".
+func writeTagged(b *strings.Builder, prefix, namespace, tag string) {
+	b.WriteString(prefix)
+	b.WriteString(namespace)
+	b.WriteString(tag)
+	b.WriteByte('}')
+}
+
+// heldKeys derives, for the lease with id on the normalized user key, the
+// data key, the ID index key and the record head (recordHead) in one
+// allocation, for the keyed fast path (held.go). It reports false when the
+// ID does not route to the key's slot: the lease was not issued for this
+// key by this store's layout.
+func heldKeys(prefix, key, id string) (data, index, head string, ok bool) {
+	slot, ok := decodeSlot(id)
+	if !ok || lease.ValidateID(id) != nil {
+		return "", "", "", false
+	}
+	k, err := lease.StorageKey(prefix, key, lease.StorageKeyBudget, lease.StorageKeyReserve)
+	if err != nil {
+		return "", "", "", false
+	}
+	g := k
+	if strings.ContainsAny(k, "{}") {
+		g = lease.Hash(k)
+	}
+	if keySlot(g) != slot {
+		return "", "", "", false
+	}
+	tag := slotTag(slot)
+	var b strings.Builder
+	b.Grow(2*len(prefix) + len(g) + len(tag) + 2*lease.IDLen + len(":{}:id:{}:") + len(recordHeadOpen+recordHeadClose))
+	writeTagged(&b, prefix, ":{", g)
+	d := b.Len()
+	writeTagged(&b, prefix, ":id:{", tag)
+	b.WriteByte(':')
+	b.WriteString(id)
+	i := b.Len()
+	b.WriteString(recordHeadOpen)
+	b.WriteString(id)
+	b.WriteString(recordHeadClose)
+	all := b.String()
+	return all[:d], all[d:i], all[i:], true
 }
 
 // indexPrefix returns <prefix>:id:{T}: for a slot; the ID follows it.
 func indexPrefix(prefix string, slot int) string {
-	return prefix + ":id:{" + slotTag(slot) + "}:"
+	return string(appendIndexPrefix(nil, prefix, slot))
+}
+
+// appendIndexPrefix appends <prefix>:id:{T}: for a slot to dst.
+func appendIndexPrefix(dst []byte, prefix string, slot int) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, ":id:{"...)
+	dst = append(dst, slotTag(slot)...)
+	return append(dst, "}:"...)
 }
 
 // indexKey returns the ID index key of id, and false when the ID's leading
@@ -49,12 +114,30 @@ func indexKey(prefix, id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return indexPrefix(prefix, s) + id, true
+	var buf [192]byte
+	return string(append(appendIndexPrefix(buf[:0], prefix, s), id...)), true
 }
 
 // newID returns a fresh lease ID that routes to slot: three characters
-// encoding the slot, then 19 random base64url characters (114 bits) from
-// lease.NewID.
+// encoding the slot, then 19 random base64url characters (114 bits).
 func newID(slot int) string {
-	return encodeSlot(slot) + lease.NewID()[:lease.IDLen-3]
+	var buf [lease.IDLen]byte
+	return string(appendNewID(buf[:0], slot))
+}
+
+// newLeaseID returns a fresh lease ID that routes to slot and its ID index
+// key, in one allocation (the ID is the index key's tail).
+func newLeaseID(prefix string, slot int) (id, index string) {
+	var buf [192]byte // fits the longest prefix (128 bytes) and tag
+	index = string(appendNewID(appendIndexPrefix(buf[:0], prefix, slot), slot))
+	return index[len(index)-lease.IDLen:], index
+}
+
+// appendNewID appends a fresh lease ID that routes to slot to dst.
+func appendNewID(dst []byte, slot int) []byte {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand, Go 1.24+)
+	var enc [lease.IDLen]byte
+	base64.RawURLEncoding.Encode(enc[:], raw[:])
+	return append(appendSlot(dst, slot), enc[:lease.IDLen-3]...)
 }

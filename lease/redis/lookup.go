@@ -26,19 +26,19 @@ func (s *Store) IsLocked(ctx context.Context, key string) (bool, error) {
 	if err := resp.Error(); err != nil {
 		return false, wrapErr(ctx, op, what, err)
 	}
-	v, err := intsReply(resp)
+	r, err := intsReply(resp)
 	if err != nil {
 		return false, internalErr(op, what, err)
 	}
 	switch {
-	case len(v) == 1 && v[0] == 1:
+	case r.is(1):
 		return true, nil
-	case len(v) == 1 && v[0] == 0:
+	case r.is(0):
 		return false, nil
-	case len(v) == 1 && v[0] == codeUnreadable:
+	case r.is(codeUnreadable):
 		return false, internalErr(op, what, errUnreadable)
 	}
-	return false, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
+	return false, internalErr(op, what, r.bad())
 }
 
 // Lookup returns what is known of the live lease on key, or an error
@@ -67,7 +67,7 @@ func (s *Store) LookupID(ctx context.Context, id string) (lease.Info, error) {
 	if err := lease.ValidateID(id); err != nil {
 		return lease.Info{}, fmt.Errorf("lease/redis: %s: %w", op, err)
 	}
-	what := "lease " + lease.ShortID(id)
+	what := leaseName(id)
 	ik, ok := indexKey(s.prefix, id)
 	if !ok {
 		return lease.Info{}, fmt.Errorf("lease/redis: %s %s: %w", op, what, lease.ErrNotFound)

@@ -23,10 +23,9 @@ func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.
 	if err := lease.ValidateTTL(ttl); err != nil {
 		return time.Time{}, fmt.Errorf("lease/redis: %s: %w", op, err)
 	}
-	what := "lease " + lease.ShortID(id)
 	ik, ok := indexKey(s.prefix, id)
 	if !ok {
-		return time.Time{}, notHeld(op, what, lease.ReasonNotFound)
+		return time.Time{}, notHeld(op, id, lease.ReasonNotFound)
 	}
 	ttlMs := ttl.Milliseconds()
 	resp := extendScript.Exec(ctx, s.client, []string{ik}, []string{
@@ -35,11 +34,11 @@ func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.
 		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
 		s.dataPrefix,
 	})
-	exp, code, err := readExtend(ctx, op, what, resp)
+	exp, code, err := readExtend(ctx, op, id, resp)
 	if err != nil || code == codeDone {
 		return exp, err
 	}
-	return time.Time{}, notHeldCode(op, what, code)
+	return time.Time{}, notHeldCode(op, id, code)
 }
 
 // Release deletes the lease with id if and only if id holds it. See
@@ -51,68 +50,76 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	if err := lease.ValidateID(id); err != nil {
 		return fmt.Errorf("lease/redis: %s: %w", op, err)
 	}
-	what := "lease " + lease.ShortID(id)
 	ik, ok := indexKey(s.prefix, id)
 	if !ok {
-		return notHeld(op, what, lease.ReasonNotFound)
+		return notHeld(op, id, lease.ReasonNotFound)
 	}
 	resp := releaseScript.Exec(ctx, s.client, []string{ik}, []string{id, s.dataPrefix})
-	code, err := readRelease(ctx, op, what, resp)
+	code, err := readRelease(ctx, op, id, resp)
 	if err != nil || code == codeDone {
 		return err
 	}
-	return notHeldCode(op, what, code)
+	return notHeldCode(op, id, code)
 }
 
-// readExtend reads an extend script's reply: {1, expiresAtMs} (code
-// codeDone and the new expiry) or a single code.
-func readExtend(ctx context.Context, op, what string, resp rueidis.RedisResult) (time.Time, int64, error) {
+// leaseName names the lease with id in errors: "lease …" and the last
+// characters of the ID (lease.ShortID). Only error paths call it.
+func leaseName(id string) string {
+	return "lease " + lease.ShortID(id)
+}
+
+// readExtend reads an extend script's reply about the lease with id:
+// {1, expiresAtMs} (code codeDone and the new expiry) or a single code.
+func readExtend(ctx context.Context, op, id string, resp rueidis.RedisResult) (time.Time, int64, error) {
 	if err := resp.Error(); err != nil {
-		return time.Time{}, 0, wrapErr(ctx, op, what, err)
+		return time.Time{}, 0, wrapErr(ctx, op, leaseName(id), err)
 	}
-	v, err := intsReply(resp)
+	r, err := intsReply(resp)
 	if err != nil {
-		return time.Time{}, 0, internalErr(op, what, err)
+		return time.Time{}, 0, internalErr(op, leaseName(id), err)
 	}
-	if len(v) == 2 && v[0] == codeDone {
-		return time.UnixMilli(v[1]), codeDone, nil
+	switch {
+	case r.n == 2 && r.v[0] == codeDone:
+		return time.UnixMilli(r.v[1]), codeDone, nil
+	case r.n != 1 || r.v[0] == codeDone:
+		return time.Time{}, 0, internalErr(op, leaseName(id), r.bad())
 	}
-	if len(v) != 1 || v[0] == codeDone {
-		return time.Time{}, 0, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
-	}
-	return time.Time{}, v[0], nil
+	return time.Time{}, r.v[0], nil
 }
 
-// readRelease reads a release script's reply: a single code.
-func readRelease(ctx context.Context, op, what string, resp rueidis.RedisResult) (int64, error) {
+// readRelease reads a release script's reply about the lease with id: a
+// single code.
+func readRelease(ctx context.Context, op, id string, resp rueidis.RedisResult) (int64, error) {
 	if err := resp.Error(); err != nil {
-		return 0, wrapErr(ctx, op, what, err)
+		return 0, wrapErr(ctx, op, leaseName(id), err)
 	}
-	v, err := intsReply(resp)
+	r, err := intsReply(resp)
 	if err != nil {
-		return 0, internalErr(op, what, err)
+		return 0, internalErr(op, leaseName(id), err)
 	}
-	if len(v) != 1 {
-		return 0, internalErr(op, what, fmt.Errorf("%w: %v", errBadReply, v))
+	if r.n != 1 {
+		return 0, internalErr(op, leaseName(id), r.bad())
 	}
-	return v[0], nil
+	return r.v[0], nil
 }
 
-// notHeldCode maps an extend or release code other than success.
-func notHeldCode(op, what string, code int64) error {
+// notHeldCode maps an extend or release code other than success, about the
+// lease with id.
+func notHeldCode(op, id string, code int64) error {
 	switch code {
 	case codeNotOwner:
-		return notHeld(op, what, lease.ReasonNotOwner)
+		return notHeld(op, id, lease.ReasonNotOwner)
 	case codeNotFound:
-		return notHeld(op, what, lease.ReasonNotFound)
+		return notHeld(op, id, lease.ReasonNotFound)
 	case codeExpired:
-		return notHeld(op, what, lease.ReasonExpired)
+		return notHeld(op, id, lease.ReasonExpired)
 	case codeUnreadable:
-		return internalErr(op, what, errUnreadable)
+		return internalErr(op, leaseName(id), errUnreadable)
 	}
-	return internalErr(op, what, fmt.Errorf("%w: code %d", errBadReply, code))
+	return internalErr(op, leaseName(id), fmt.Errorf("%w: code %d", errBadReply, code))
 }
 
-func notHeld(op, what string, reason lease.NotHeldReason) error {
-	return fmt.Errorf("lease/redis: %s %s: %w", op, what, &lease.NotHeldError{Op: op, Reason: reason})
+// notHeld is the error for the lease with id not being held, and why.
+func notHeld(op, id string, reason lease.NotHeldReason) error {
+	return fmt.Errorf("lease/redis: %s %s: %w", op, leaseName(id), &lease.NotHeldError{Op: op, Reason: reason})
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -36,17 +37,57 @@ type record struct {
 // recordTail returns the client-built end of a record: the key and owner
 // fields and the closing brace.
 func recordTail(key, owner string) string {
-	k, _ := json.Marshal(key) // strings always marshal
-	o, _ := json.Marshal(owner)
-	return `"key":` + string(k) + `,"owner":` + string(o) + `}`
+	var b strings.Builder
+	writeRecordTail(&b, key, jsonString(owner))
+	return b.String()
 }
+
+// writeRecordTail writes the end of a record: the key field, the owner
+// field (ownerJSON is already a JSON string) and the closing brace.
+func writeRecordTail(b *strings.Builder, key, ownerJSON string) {
+	b.WriteString(`"key":`)
+	writeJSONString(b, key)
+	b.WriteString(`,"owner":`)
+	b.WriteString(ownerJSON)
+	b.WriteByte('}')
+}
+
+// jsonString returns s as a JSON string, as encoding/json writes it.
+func jsonString(s string) string {
+	var b strings.Builder
+	writeJSONString(&b, s)
+	return b.String()
+}
+
+// writeJSONString writes s as a JSON string, byte for byte as
+// encoding/json.Marshal writes it: printable ASCII other than the quote,
+// the backslash and the HTML characters <, > and & is written as is, and
+// any other string goes through encoding/json.
+func writeJSONString(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s) // strings always marshal
+			b.Write(j)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
+// The record head of a lease, around its ID (recordHead).
+const (
+	recordHeadOpen  = `{"lockId":"`
+	recordHeadClose = `","expiresAtMs":`
+)
 
 // recordHead returns the first 49 bytes of the record of the lease with
 // id, up to the expiry: {"lockId":"<id>","expiresAtMs":. The keyed scripts
 // compare it with the stored record, which checks the layout and the ID in
 // one comparison.
 func recordHead(id string) string {
-	return `{"lockId":"` + id + `","expiresAtMs":`
+	return recordHeadOpen + id + recordHeadClose
 }
 
 // parsedRecord is a record that passed every check.

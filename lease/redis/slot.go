@@ -12,11 +12,20 @@ func keySlot(tag string) int {
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum
-// Redis Cluster uses for key slots.
+// Redis Cluster uses for key slots, a byte at a time from crc16Table.
 func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+// crc16Table holds the CRC-16/XMODEM of every byte value, computed bit by
+// bit.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
 		for range 8 {
 			if crc&0x8000 != 0 {
 				crc = crc<<1 ^ 0x1021
@@ -24,9 +33,10 @@ func crc16(s string) uint16 {
 				crc <<= 1
 			}
 		}
+		t[i] = crc
 	}
-	return crc
-}
+	return t
+}()
 
 // tagAlphabet is the alphabet of slot tags: characters that need no quoting
 // anywhere and are not braces.
@@ -94,7 +104,12 @@ var idValue = func() (v [256]int8) {
 // encodeSlot returns the three ID characters that encode slot (14 bits in
 // 18: the first character is always one of A-D).
 func encodeSlot(slot int) string {
-	return string([]byte{idAlphabet[slot>>12&63], idAlphabet[slot>>6&63], idAlphabet[slot&63]})
+	return string(appendSlot(nil, slot))
+}
+
+// appendSlot appends the three ID characters that encode slot to dst.
+func appendSlot(dst []byte, slot int) []byte {
+	return append(dst, idAlphabet[slot>>12&63], idAlphabet[slot>>6&63], idAlphabet[slot&63])
 }
 
 // decodeSlot returns the slot encoded in the first three characters of a

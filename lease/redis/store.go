@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -61,6 +62,7 @@ type Store struct {
 	prefix     string
 	dataPrefix string // <prefix>:{
 	owner      string
+	ownerJSON  string // owner as a JSON string, for the record
 	cleanup    bool
 	log        *slog.Logger
 	clock      clockwork.Clock
@@ -85,6 +87,7 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 		prefix:     c.prefix,
 		dataPrefix: c.prefix + ":{",
 		owner:      c.owner,
+		ownerJSON:  jsonString(c.owner),
 		cleanup:    c.cleanup,
 		log:        c.logger.With("component", "lease/redis"),
 		clock:      c.clock,
@@ -120,22 +123,14 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		return nil, fmt.Errorf("lease/redis: %s: %w", op, err)
 	}
-	owner := s.owner
+	owner, ownerJSON := s.owner, s.ownerJSON
 	if o.Owner != "" {
-		owner = o.Owner
+		owner, ownerJSON = o.Owner, jsonString(o.Owner)
 	}
-	id := newID(ks.slot)
-	ttlMs := ttl.Milliseconds()
-	args := []string{
-		id,
-		strconv.FormatInt(ttlMs, 10),
-		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
-		recordTail(nkey, owner),
-		strconv.FormatInt(o.Round, 10),
-		strconv.FormatInt(o.MaxSkew.Milliseconds(), 10),
-	}
+	id, ik := newLeaseID(s.prefix, ks.slot)
+	keys, args := acquireKeysArgs(ks, ik, id, ttl, nkey, ownerJSON, o)
 	sent := s.clock.Now()
-	resp := s.execAcquire(ctx, []string{ks.data, indexPrefix(s.prefix, ks.slot) + id, ks.fence, ks.round}, args)
+	resp := s.execAcquire(ctx, keys, args)
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
 		err = wrapErr(ctx, op, name, err)
@@ -144,23 +139,24 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		}
 		return nil, err
 	}
-	v, err := intsReply(resp)
+	r, err := intsReply(resp)
 	if err != nil {
 		return nil, internalErr(op, keyName(ks), err)
 	}
+	v := r.v
 	switch {
-	case len(v) == 4 && v[0] == 1:
+	case r.n == 4 && v[0] == 1:
 		// acquired; checked below
-	case len(v) == 2 && v[0] == 0:
+	case r.n == 2 && v[0] == 0:
 		return nil, fmt.Errorf("lease/redis: %s %s: %w", op, keyName(ks), &lease.LockedError{Remaining: time.Duration(v[1]) * time.Millisecond})
-	case len(v) == 1 && v[0] == codeClaimed:
+	case r.is(codeClaimed):
 		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d", op, keyName(ks), lease.ErrRoundClaimed, o.Round)
-	case len(v) == 1 && v[0] == codeSkew:
+	case r.is(codeSkew):
 		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d is more than %s ahead of server time", op, keyName(ks), lease.ErrClockSkew, o.Round, o.MaxSkew)
-	case len(v) == 1 && v[0] == codeUnreadable:
+	case r.is(codeUnreadable):
 		return nil, internalErr(op, keyName(ks), errUnreadable)
 	default:
-		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %v", errBadReply, v))
+		return nil, internalErr(op, keyName(ks), r.bad())
 	}
 	fence, err := checkFence(v[1])
 	if err != nil {
@@ -215,27 +211,72 @@ func (s *Store) reconcile(ctx context.Context, id, what string) {
 	}
 }
 
-// intsReply reads a script reply that is an integer or an array of
-// integers.
-func intsReply(resp rueidis.RedisResult) ([]int64, error) {
+// reply is a script reply of at most four integers: a single integer has
+// n == 1.
+type reply struct {
+	n int
+	v [4]int64
+}
+
+// is reports whether the reply is the single integer code.
+func (r reply) is(code int64) bool { return r.n == 1 && r.v[0] == code }
+
+// bad returns the error for a reply no caller expects.
+func (r reply) bad() error {
+	return fmt.Errorf("%w: %v", errBadReply, r.v[:r.n])
+}
+
+// intsReply reads a script reply that is an integer or an array of at most
+// four integers, without allocating.
+func intsReply(resp rueidis.RedisResult) (reply, error) {
 	m, err := resp.ToMessage()
 	if err != nil {
-		return nil, err
+		return reply{}, err
 	}
 	if m.IsInt64() {
 		n, _ := m.AsInt64()
-		return []int64{n}, nil
+		return reply{n: 1, v: [4]int64{n}}, nil
 	}
 	if !m.IsArray() {
-		return nil, fmt.Errorf("%w: neither integer nor array", errBadReply)
+		return reply{}, fmt.Errorf("%w: neither integer nor array", errBadReply)
 	}
 	arr, _ := m.ToArray()
-	out := make([]int64, len(arr))
+	if len(arr) > len(reply{}.v) {
+		return reply{}, fmt.Errorf("%w: array of %d elements", errBadReply, len(arr))
+	}
+	r := reply{n: len(arr)}
 	for i := range arr {
 		if !arr[i].IsInt64() {
-			return nil, fmt.Errorf("%w: array element %d is not an integer", errBadReply, i)
+			return reply{}, fmt.Errorf("%w: array element %d is not an integer", errBadReply, i)
 		}
-		out[i], _ = arr[i].AsInt64()
+		r.v[i], _ = arr[i].AsInt64()
 	}
-	return out, nil
+	return r, nil
+}
+
+// acquireKeysArgs builds the acquire script's KEYS and ARGV (see
+// acquire.lua) with two allocations: one backing array for both slices and
+// one string that the numeric and record arguments are slices of.
+func acquireKeysArgs(ks keyset, ik, id string, ttl time.Duration, key, ownerJSON string, o lease.AcquireOptions) (keys, args []string) {
+	ttlMs := ttl.Milliseconds()
+	var b strings.Builder
+	b.Grow(3*20 + len(key) + len(ownerJSON) + len(`"key":,"owner":}`) + 8)
+	var num [20]byte
+	var ends [5]int
+	b.Write(strconv.AppendInt(num[:0], ttlMs, 10))
+	ends[0] = b.Len()
+	b.Write(strconv.AppendInt(num[:0], ttlMs+keepExtra.Milliseconds(), 10))
+	ends[1] = b.Len()
+	writeRecordTail(&b, key, ownerJSON)
+	ends[2] = b.Len()
+	b.Write(strconv.AppendInt(num[:0], o.Round, 10))
+	ends[3] = b.Len()
+	b.Write(strconv.AppendInt(num[:0], o.MaxSkew.Milliseconds(), 10))
+	ends[4] = b.Len()
+	all := b.String()
+	kv := []string{
+		ks.data, ik, ks.fence, ks.round,
+		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]], all[ends[2]:ends[3]], all[ends[3]:ends[4]],
+	}
+	return kv[:4:4], kv[4:]
 }

@@ -115,8 +115,8 @@ func (s *Store) waitCmd() rueidis.Completed {
 // acquiredReply reports whether an acquire script reply says the lease was
 // taken: {1, fence, expiresAtMs, acquiredAtMs}.
 func acquiredReply(resp rueidis.RedisResult) bool {
-	v, err := intsReply(resp)
-	return err == nil && len(v) == 4 && v[0] == 1
+	r, err := intsReply(resp)
+	return err == nil && r.n == 4 && r.v[0] == 1
 }
 
 func isNoScript(err error) bool {
