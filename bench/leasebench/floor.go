@@ -31,7 +31,7 @@ func NewFloor(addr string) (*Floor, error) {
 }
 
 func newRueidis(addr string) (rueidis.Client, error) {
-	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true, PipelineMultiplex: -1})
 }
 
 // Name implements Contender.
