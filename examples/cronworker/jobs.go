@@ -58,7 +58,8 @@ func (r *replica) report(ctx context.Context) error {
 
 // tick is a short job, except for the run that -stall freezes.
 func (r *replica) tick(ctx context.Context) error {
-	if r.stall.claim(time.Now()) {
+	run, _ := scheduler.RunFromContext(ctx)
+	if r.stall.claim(time.Now(), run.Occurrence) {
 		ctx = r.freezeRun(ctx)
 	}
 	return r.record(ctx, tickJob)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,4 +204,18 @@ func TestMain_SIGINT_ShutsDownGracefully(t *testing.T) {
 	assert.Contains(t, logText.String(), "all replicas shut down")
 	assert.Equal(t, 0, summaryCount(t, out.String(), "duplicates"))
 	assert.Equal(t, 0, summaryCount(t, out.String(), "leases held after shutdown"))
+}
+
+func TestStall_ClaimsOneRunAfterStallAfterAndNeverASharedOccurrence(t *testing.T) {
+	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s := newStall(true, start)
+	early := start.Add(stallAfter - time.Millisecond)
+	assert.False(t, s.claim(early, early.Truncate(time.Second)), "too early")
+	shared := start.Add(5 * time.Second) // the report job's occurrence too
+	assert.False(t, s.claim(shared, shared), "an occurrence shared with report")
+	own := start.Add(6 * time.Second)
+	assert.True(t, s.claim(own, own), "the first eligible run stalls")
+	later := start.Add(7 * time.Second)
+	assert.False(t, s.claim(later, later), "only one run stalls")
+	assert.False(t, newStall(false, start).claim(own, own), "disabled")
 }

@@ -43,9 +43,13 @@ func newStall(enabled bool, start time.Time) *stall {
 	return &stall{enabled: enabled, start: start}
 }
 
-// claim reports whether the run calling it is the one that stalls.
-func (s *stall) claim(now time.Time) bool {
-	if !s.enabled || now.Sub(s.start) < stallAfter {
+// claim reports whether the run of the occurrence calling it is the one
+// that stalls. Occurrences shared with the report job (every fifth second,
+// which includes every rebuild) never stall: the replica could have won the
+// report run too, and freezing its link would then strand that lease (its
+// release would time out, leaving it held for its 30s TTL).
+func (s *stall) claim(now, occurrence time.Time) bool {
+	if !s.enabled || now.Sub(s.start) < stallAfter || occurrence.Second()%5 == 0 {
 		return false
 	}
 	s.mu.Lock()
