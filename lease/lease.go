@@ -128,8 +128,9 @@ func LocalDeadline(sent time.Time, ttl time.Duration) time.Time {
 // server and errs on the side of exclusion; every Store uses this one value.
 const ExpiryTolerance = 1000 * time.Millisecond
 
-// ExpiredRetention is how long a Store keeps the record of a lease after it
-// stopped being live, so that Extend and Release can say ReasonExpired
-// rather than ReasonNotFound. Records of expired leases are never live and
-// never block an acquire.
+// ExpiredRetention is how long a Store remembers a lease's ID after the
+// lease stopped being live, so that Extend and Release can say
+// ReasonExpired rather than ReasonNotFound. An expired lease is never live
+// and never blocks an acquire (lease/redis keeps only the ID index that
+// long; its record leaves Redis when the lease stops being live).
 const ExpiredRetention = 10 * time.Second

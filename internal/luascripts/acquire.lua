@@ -6,10 +6,13 @@
 -- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
--- ARGV[3] keep in ms: PX for data and index (ttl + tolerance + retention)
--- ARGV[4] record tail built by the client: "key":...,"owner":...}
--- ARGV[5] round, 0 for none
--- ARGV[6] max skew in ms, 0 for none
+-- ARGV[3] PX of the data key in ms: ttl + tolerance, so the record lives
+--         exactly as long as the lease is live
+-- ARGV[4] PX of the index key in ms: ttl + tolerance + retention, so an
+--         expired lease's ID is still known (Extend/Release say "expired")
+-- ARGV[5] record tail built by the client: "key":...,"owner":...}
+-- ARGV[6] round, 0 for none
+-- ARGV[7] max skew in ms, 0 for none
 --
 -- Returns
 --   {1, fence, expiresAtMs, acquiredAtMs}  acquired
@@ -23,6 +26,9 @@
 -- "fence":"<%015d>",<tail>: the ID at bytes 12-33 and the expiry at bytes
 -- 50-62 (space-padded, still JSON), so other scripts read both with
 -- string.sub, no JSON decoding. Liveness: expiresAtMs > now - 1000 (tolerance).
+-- The data key's PX ends with liveness, so a record that exists is live (to
+-- the millisecond); the acquire still checks expiresAtMs, which costs
+-- nothing on the path that finds no record.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -39,7 +45,7 @@ if cur then
   end
 end
 
-local round = tonumber(ARGV[5])
+local round = tonumber(ARGV[6])
 if round > 0 then
   local last = redis.call('GET', KEYS[4])
   if last then
@@ -47,14 +53,14 @@ if round > 0 then
     if not n then return {-9} end
     if n >= round then return {-3} end
   end
-  local skew = tonumber(ARGV[6])
+  local skew = tonumber(ARGV[7])
   if skew > 0 and round > now + skew then return {-4} end
 end
 
 local fence = redis.call('INCR', KEYS[3])
 local exp = now + tonumber(ARGV[2])
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d",%s',
-  ARGV[1], exp, now, fence, ARGV[4]), 'PX', ARGV[3])
-redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[3])
-if round > 0 then redis.call('SET', KEYS[4], ARGV[5]) end
+  ARGV[1], exp, now, fence, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
+if round > 0 then redis.call('SET', KEYS[4], ARGV[6]) end
 return {1, fence, exp, now}

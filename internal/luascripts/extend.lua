@@ -3,14 +3,16 @@
 -- KEYS[1] ID index key     <prefix>:id:{T}:<id>  (its value is the data key, same slot)
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
--- ARGV[3] keep in ms: new PX for data and index (ttl + tolerance + retention)
--- ARGV[4] data key prefix  <prefix>:{              (guards against a foreign index value)
+-- ARGV[3] new PX of the data key in ms (ttl + tolerance)
+-- ARGV[4] new PX of the index key in ms (ttl + tolerance + retention)
+-- ARGV[5] data key prefix  <prefix>:{              (guards against a foreign index value)
 --
 -- Returns
 --   {1, expiresAtMs}  extended
 --   0                 the data key holds another ID (not owner)
 --   -1                no such lease (not found)
---   -2                the lease is no longer live (expired)
+--   -2                the lease is no longer live (expired): its index is
+--                     retained, its record is gone or past its expiry
 --   -9                unreadable index or record
 --
 -- The ID is verified against the record before anything is written. The
@@ -21,9 +23,9 @@
 local TOLERANCE_MS = 1000
 local dk = redis.call('GET', KEYS[1])
 if not dk then return -1 end
-if string.sub(dk, 1, #ARGV[4]) ~= ARGV[4] then return -9 end
+if string.sub(dk, 1, #ARGV[5]) ~= ARGV[5] then return -9 end
 local v = redis.call('GET', dk)
-if not v then return -1 end
+if not v then return -2 end
 local exp = tonumber(string.sub(v, 50, 62))
 if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not exp then
   return -9
@@ -34,5 +36,5 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 if exp <= now - TOLERANCE_MS then return -2 end
 local nexp = now + tonumber(ARGV[2])
 redis.call('SET', dk, string.sub(v, 1, 49) .. string.format('%13d', nexp) .. string.sub(v, 63), 'PX', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1, nexp}

@@ -6,7 +6,8 @@
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>  (same slot as G)
 -- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
 -- ARGV[2] ttl in ms
--- ARGV[3] keep in ms: new PX for data and index (ttl + tolerance + retention)
+-- ARGV[3] new PX of the data key in ms (ttl + tolerance)
+-- ARGV[4] new PX of the index key in ms (ttl + tolerance + retention)
 --
 -- Returns the codes of extend.lua, plus
 --   -5  the ID's index names another data key (the caller's key is not the
@@ -27,14 +28,14 @@ if v and string.sub(v, 1, 49) == ARGV[1] then
     if exp <= now - TOLERANCE_MS then return -2 end
     local nexp = now + tonumber(ARGV[2])
     redis.call('SET', KEYS[1], ARGV[1] .. string.format('%13d', nexp) .. string.sub(v, 63), 'PX', ARGV[3])
-    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
     return {1, nexp}
   end
 end
 local dk = redis.call('GET', KEYS[2])
 if not dk then return -1 end
 if dk ~= KEYS[1] then return -5 end
-if not v then return -1 end
+if not v then return -2 end
 if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not tonumber(string.sub(v, 50, 62)) then
   return -9
 end

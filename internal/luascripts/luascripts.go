@@ -39,15 +39,15 @@ var Lookup string
 //go:embed lookup_id.lua
 var LookupID string
 
-// IsLocked reports whether a key is held, optionally deleting an expired
-// record; see islocked.lua.
+// IsLocked reports whether a key is held; see islocked.lua.
 //
 //go:embed islocked.lua
 var IsLocked string
 
-// ToleranceMs is the liveness tolerance, in milliseconds, written into every
-// script as TOLERANCE_MS: a lease is live while expiresAtMs > now -
-// ToleranceMs. It equals lease.ExpiryTolerance (a test checks both).
+// ToleranceMs is the liveness tolerance, in milliseconds, written as
+// TOLERANCE_MS into every script that judges liveness by the clock: a lease
+// is live while expiresAtMs > now - ToleranceMs. It equals
+// lease.ExpiryTolerance (a test checks both).
 const ToleranceMs = 1000
 
 // All returns every script by file name, for tests and tooling.

@@ -8,24 +8,22 @@
 --   1   released (data and index deleted)
 --   0   the data key holds another ID (not owner); nothing deleted
 --   -1  no such lease (not found)
---   -2  the lease is no longer live (expired); its record is left to expire
+--   -2  the lease is no longer live (expired): its index is retained, its
+--       record is gone; the index is left to expire
 --   -9  unreadable index or record
 --
--- The ID is verified against the record before anything is deleted. The fence
--- and round keys are never touched. Record layout: see acquire.lua.
-local TOLERANCE_MS = 1000
+-- The data key's PX ends with the lease's liveness (see acquire.lua), so a
+-- record that exists is live: no server time is needed. The ID is verified
+-- against the record before anything is deleted. The fence and round keys
+-- are never touched. Record layout: see acquire.lua.
 local dk = redis.call('GET', KEYS[1])
 if not dk then return -1 end
 if string.sub(dk, 1, #ARGV[2]) ~= ARGV[2] then return -9 end
 local v = redis.call('GET', dk)
-if not v then return -1 end
-local exp = tonumber(string.sub(v, 50, 62))
-if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not exp then
+if not v then return -2 end
+if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not tonumber(string.sub(v, 50, 62)) then
   return -9
 end
 if string.sub(v, 12, 33) ~= ARGV[1] then return 0 end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-if exp <= now - TOLERANCE_MS then return -2 end
 redis.call('DEL', dk, KEYS[1])
 return 1

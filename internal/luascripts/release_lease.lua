@@ -11,24 +11,19 @@
 --       lease's): nothing done; the client asks release.lua by ID
 --
 -- The ID is verified against the record (its head) before anything is
--- deleted. When the record is not the lease's own, the index is read to give
--- the answer release.lua would give. Fence and round keys are never touched.
--- Record layout: see acquire.lua.
-local TOLERANCE_MS = 1000
+-- deleted. A record that exists is live (see release.lua), so the common
+-- path is one GET and one DEL. When the record is not the lease's own, the
+-- index is read to give the answer release.lua would give. Fence and round
+-- keys are never touched. Record layout: see acquire.lua.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
-  local exp = tonumber(string.sub(v, 50, 62))
-  if exp then
-    local t = redis.call('TIME')
-    if exp <= t[1] * 1000 + math.floor(t[2] / 1000) - TOLERANCE_MS then return -2 end
-    redis.call('DEL', KEYS[1], KEYS[2])
-    return 1
-  end
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 1
 end
 local dk = redis.call('GET', KEYS[2])
 if not dk then return -1 end
 if dk ~= KEYS[1] then return -5 end
-if not v then return -1 end
+if not v then return -2 end
 if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not tonumber(string.sub(v, 50, 62)) then
   return -9
 end

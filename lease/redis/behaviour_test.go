@@ -74,43 +74,61 @@ func TestStore_ExtendRelease_ExpiredIsReasonExpired(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrNotFound)
 }
 
-func TestStore_IsLocked_CleanupDeletesOnlyExpiredRecord(t *testing.T) {
+// TestStore_ExpiredLease_RecordGoesIndexStays: the record's PX ends with
+// the lease's liveness and the ID index outlives it by the retention, so an
+// expired lease leaves no record to block or to clean up, yet Release and
+// Extend still say "expired". Fence and round never expire.
+func TestStore_ExpiredLease_RecordGoesIndexStays(t *testing.T) {
 	srv := startServer(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
-	readOnly, err := New(srv.client, WithPrefix(prefix))
-	require.NoError(t, err)
-	cleaning, err := New(srv.client, WithPrefix(prefix), WithCleanup(true))
+	st, err := New(srv.client, WithPrefix(prefix))
 	require.NoError(t, err)
 
-	l, err := cleaning.Acquire(ctx, "k", 50*time.Millisecond, lease.WithRound(3))
+	const ttl = 50 * time.Millisecond
+	l, err := st.Acquire(ctx, "k", ttl, lease.WithRound(3))
 	require.NoError(t, err)
 	ks, _ := keysFor(prefix, "k")
 	ik, _ := indexKey(prefix, l.ID)
-	exists := func() int64 {
-		n, err := srv.client.Do(ctx, srv.client.B().Exists().Key(ks.data, ik).Build()).AsInt64()
+	pttl := func(key string) time.Duration {
+		ms, err := srv.client.Do(ctx, srv.client.B().Pttl().Key(key).Build()).AsInt64()
+		require.NoError(t, err)
+		return time.Duration(ms) * time.Millisecond
+	}
+	assert.LessOrEqual(t, pttl(ks.data), ttl+lease.ExpiryTolerance, "record lives as long as the lease is live")
+	assert.Greater(t, pttl(ik), ttl+lease.ExpiryTolerance, "index outlives the record")
+	assert.LessOrEqual(t, pttl(ik), ttl+lease.ExpiryTolerance+lease.ExpiredRetention)
+
+	_, err = l.Extend(ctx, ttl)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, pttl(ks.data), ttl+lease.ExpiryTolerance, "extend keeps the record's PX at ttl + tolerance")
+	assert.Greater(t, pttl(ik), ttl+lease.ExpiryTolerance, "extend keeps the index past the record")
+
+	// Redis expires keys on its own clock; there is no fake clock to move.
+	time.Sleep(ttl + lease.ExpiryTolerance + 100*time.Millisecond)
+	count := func(keys ...string) int64 {
+		n, err := srv.client.Do(ctx, srv.client.B().Exists().Key(keys...).Build()).AsInt64()
 		require.NoError(t, err)
 		return n
 	}
+	assert.EqualValues(t, 0, count(ks.data), "the record left with the lease's liveness")
+	assert.EqualValues(t, 1, count(ik), "the index is retained")
+	assert.EqualValues(t, 2, count(ks.fence, ks.round), "fence and round never expire")
 
-	locked, err := cleaning.IsLocked(ctx, "k")
-	require.NoError(t, err)
-	require.True(t, locked)
-	assert.EqualValues(t, 2, exists(), "a live lease is never cleaned")
-
-	time.Sleep(50*time.Millisecond + lease.ExpiryTolerance + 100*time.Millisecond)
-	locked, err = readOnly.IsLocked(ctx, "k")
+	locked, err := st.IsLocked(ctx, "k")
 	require.NoError(t, err)
 	assert.False(t, locked)
-	assert.EqualValues(t, 2, exists(), "read-only IsLocked deletes nothing")
-
-	locked, err = cleaning.IsLocked(ctx, "k")
-	require.NoError(t, err)
-	assert.False(t, locked)
-	assert.EqualValues(t, 0, exists(), "cleanup deletes data and index")
-	n, err := srv.client.Do(ctx, srv.client.B().Exists().Key(ks.fence, ks.round).Build()).AsInt64()
-	require.NoError(t, err)
-	assert.EqualValues(t, 2, n, "fence and round survive cleanup")
+	var nh *lease.NotHeldError
+	_, err = l.Extend(ctx, ttl)
+	require.ErrorAs(t, err, &nh)
+	assert.Equal(t, lease.ReasonExpired, nh.Reason, "keyed extend")
+	_, err = st.Extend(ctx, l.ID, ttl)
+	require.ErrorAs(t, err, &nh)
+	assert.Equal(t, lease.ReasonExpired, nh.Reason, "extend by ID")
+	require.ErrorAs(t, st.Release(ctx, l.ID), &nh)
+	assert.Equal(t, lease.ReasonExpired, nh.Reason, "release by ID")
+	require.ErrorAs(t, l.Release(ctx), &nh)
+	assert.Equal(t, lease.ReasonExpired, nh.Reason, "keyed release")
 }
 
 func TestStore_UnroutableID_NoIO(t *testing.T) {

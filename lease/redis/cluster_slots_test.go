@@ -19,7 +19,7 @@ import (
 func TestStore_Cluster_EveryOperationRoutesToOneSlot(t *testing.T) {
 	cl := testutil.StartCluster(t, 3)
 	client := cl.Client(t)
-	st, err := New(client, WithPrefix(uniquePrefix()), WithCleanup(true))
+	st, err := New(client, WithPrefix(uniquePrefix()))
 	require.NoError(t, err)
 	ctx := t.Context()
 

@@ -58,8 +58,8 @@
 // and its hash tag G is K, or lease.Hash(K) when K contains a brace. The
 // keys are:
 //
-//	P:{G}              lease record (JSON), PX = ttl + ExpiryTolerance + ExpiredRetention
-//	P:id:{T}:<id>      ID index, value P:{G}, same PX
+//	P:{G}              lease record (JSON), PX = ttl + ExpiryTolerance
+//	P:id:{T}:<id>      ID index, value P:{G}, PX = ttl + ExpiryTolerance + ExpiredRetention
 //	P:fence:{G}        fence counter, never expires
 //	P:round:{G}        highest round, never expires
 //
@@ -69,12 +69,12 @@
 //
 // The record is JSON, {"lockId","expiresAtMs","acquiredAtMs","fence",
 // "key","owner"}, with the fence as a 15-digit string and the ID and expiry
-// at fixed offsets so scripts read them without decoding JSON. It departs
-// from a plain "PX ttl": records outlive their logical expiry by
-// ExpiryTolerance + ExpiredRetention, so Extend and Release can say
-// ReasonExpired rather than ReasonNotFound; liveness is always judged from
-// expiresAtMs, so an expired record never blocks an acquire. IsLocked with
-// WithCleanup(true) deletes such records early (data and index only).
+// at fixed offsets so scripts read them without decoding JSON. The record's
+// PX ends exactly when the lease stops being live (expiresAtMs +
+// ExpiryTolerance), so Redis removes a dead lease by itself and a record
+// that exists is live: Release needs no server time. The ID index outlives
+// the record by ExpiredRetention, so Extend and Release of a lease that
+// expired within that time say ReasonExpired rather than ReasonNotFound.
 //
 // A fence counter above 90000000000000 is logged as a warning; above
 // 900000000000000 Acquire gives the lease back and fails with

@@ -37,7 +37,8 @@ func (s *Store) ExtendLease(ctx context.Context, l *lease.Lease, ttl time.Durati
 	resp := extendLeaseScript.Exec(ctx, s.client, []string{data, index}, []string{
 		head,
 		strconv.FormatInt(ttlMs, 10),
-		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
+		strconv.FormatInt(ttlMs+dataKeep.Milliseconds(), 10),
+		strconv.FormatInt(ttlMs+indexKeep.Milliseconds(), 10),
 	})
 	exp, code, err := readExtend(ctx, op, l.ID, resp)
 	switch {

@@ -9,20 +9,15 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// IsLocked reports whether a live lease holds key. It is read-only unless
-// the Store was built WithCleanup(true); then it also deletes the record of
-// an expired lease it finds (data and ID index, never fence or round).
+// IsLocked reports whether a live lease holds key. It is read-only: the
+// record of an expired lease leaves Redis by itself when its liveness ends.
 func (s *Store) IsLocked(ctx context.Context, key string) (bool, error) {
 	const op = "islocked"
 	ks, what, err := s.keysForOp(op, key)
 	if err != nil {
 		return false, err
 	}
-	cleanup := "0"
-	if s.cleanup {
-		cleanup = "1"
-	}
-	resp := isLockedScript.Exec(ctx, s.client, []string{ks.data}, []string{cleanup, indexPrefix(s.prefix, ks.slot)})
+	resp := isLockedScript.Exec(ctx, s.client, []string{ks.data}, nil)
 	if err := resp.Error(); err != nil {
 		return false, wrapErr(ctx, op, what, err)
 	}

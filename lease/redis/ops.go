@@ -31,7 +31,8 @@ func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.
 	resp := extendScript.Exec(ctx, s.client, []string{ik}, []string{
 		id,
 		strconv.FormatInt(ttlMs, 10),
-		strconv.FormatInt(ttlMs+keepExtra.Milliseconds(), 10),
+		strconv.FormatInt(ttlMs+dataKeep.Milliseconds(), 10),
+		strconv.FormatInt(ttlMs+indexKeep.Milliseconds(), 10),
 		s.dataPrefix,
 	})
 	exp, code, err := readExtend(ctx, op, id, resp)

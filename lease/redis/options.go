@@ -13,12 +13,11 @@ import (
 
 // config is the resolved form of a list of Option values.
 type config struct {
-	prefix  string
-	owner   string
-	cleanup bool
-	logger  *slog.Logger
-	clock   clockwork.Clock
-	ack     replicaAck // WithReplicaAck (wait.go); zero: off
+	prefix string
+	owner  string
+	logger *slog.Logger
+	clock  clockwork.Clock
+	ack    replicaAck // WithReplicaAck (wait.go); zero: off
 }
 
 // Option configures a Store. Options validate their input; New returns the
@@ -52,16 +51,6 @@ func WithOwner(owner string) Option {
 				lease.ErrInvalidArgument, lease.MaxOwnerLen, len(owner))
 		}
 		c.owner = owner
-		return nil
-	}
-}
-
-// WithCleanup makes IsLocked delete the record of an expired lease (its
-// data and ID index keys, never the fence or round keys) when it finds one
-// (default false: IsLocked is read-only).
-func WithCleanup(enabled bool) Option {
-	return func(c *config) error {
-		c.cleanup = enabled
 		return nil
 	}
 }

@@ -42,10 +42,14 @@ const (
 	codeUnreadable = -9
 )
 
-// keepExtra is how long a record outlives its TTL in Redis: the liveness
-// tolerance plus the retention that lets Extend and Release report
-// "expired" rather than "not found".
-const keepExtra = lease.ExpiryTolerance + lease.ExpiredRetention
+// How long each key of a lease outlives its TTL in Redis. The record (data
+// key) lives exactly as long as the lease is live: TTL plus the liveness
+// tolerance. The ID index lives on for the retention that lets Extend and
+// Release report "expired" rather than "not found".
+const (
+	dataKeep  = lease.ExpiryTolerance
+	indexKeep = lease.ExpiryTolerance + lease.ExpiredRetention
+)
 
 // maxRound is the largest round the scripts compare exactly (Lua numbers
 // are doubles): 2^53 - 1.
@@ -63,7 +67,6 @@ type Store struct {
 	dataPrefix string // <prefix>:{
 	owner      string
 	ownerJSON  string // owner as a JSON string, for the record
-	cleanup    bool
 	log        *slog.Logger
 	clock      clockwork.Clock
 	ack        replicaAck // WithReplicaAck (wait.go); zero: off
@@ -88,7 +91,6 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 		dataPrefix: c.prefix + ":{",
 		owner:      c.owner,
 		ownerJSON:  jsonString(c.owner),
-		cleanup:    c.cleanup,
 		log:        c.logger.With("component", "lease/redis"),
 		clock:      c.clock,
 		ack:        c.ack,
@@ -260,23 +262,25 @@ func intsReply(resp rueidis.RedisResult) (reply, error) {
 func acquireKeysArgs(ks keyset, ik, id string, ttl time.Duration, key, ownerJSON string, o lease.AcquireOptions) (keys, args []string) {
 	ttlMs := ttl.Milliseconds()
 	var b strings.Builder
-	b.Grow(3*20 + len(key) + len(ownerJSON) + len(`"key":,"owner":}`) + 8)
+	b.Grow(5*20 + len(key) + len(ownerJSON) + len(`"key":,"owner":}`))
 	var num [20]byte
-	var ends [5]int
-	b.Write(strconv.AppendInt(num[:0], ttlMs, 10))
-	ends[0] = b.Len()
-	b.Write(strconv.AppendInt(num[:0], ttlMs+keepExtra.Milliseconds(), 10))
-	ends[1] = b.Len()
+	var ends [6]int
+	writeInt := func(i int, n int64) {
+		b.Write(strconv.AppendInt(num[:0], n, 10))
+		ends[i] = b.Len()
+	}
+	writeInt(0, ttlMs)
+	writeInt(1, ttlMs+dataKeep.Milliseconds())
+	writeInt(2, ttlMs+indexKeep.Milliseconds())
 	writeRecordTail(&b, key, ownerJSON)
-	ends[2] = b.Len()
-	b.Write(strconv.AppendInt(num[:0], o.Round, 10))
 	ends[3] = b.Len()
-	b.Write(strconv.AppendInt(num[:0], o.MaxSkew.Milliseconds(), 10))
-	ends[4] = b.Len()
+	writeInt(4, o.Round)
+	writeInt(5, o.MaxSkew.Milliseconds())
 	all := b.String()
 	kv := []string{
 		ks.data, ik, ks.fence, ks.round,
-		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]], all[ends[2]:ends[3]], all[ends[3]:ends[4]],
+		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]],
+		all[ends[2]:ends[3]], all[ends[3]:ends[4]], all[ends[4]:ends[5]],
 	}
 	return kv[:4:4], kv[4:]
 }
