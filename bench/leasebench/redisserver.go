@@ -40,7 +40,13 @@ func StartServer() (*Server, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--protected-mode", "no",
 		"--logfile", filepath.Join(dir, "redis.log"))
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Setsid: the server runs in its own session, so on Linux with
+	// autogroup scheduling (the default) it gets its own CPU share, as a
+	// server on its own host or in its own container would. In this
+	// process's group, the benchmark's goroutines would starve it on a
+	// small machine, and starve it more the more work each contender asks
+	// of Redis.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	if err := s.cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("leasebench: start redis-server (install it: apt-get install -y redis-server): %w", err)

@@ -97,9 +97,12 @@ func Measure(ctx context.Context, admin *Admin, c Contender, sc Scenario, d, ttl
 			return Measurement{}, fmt.Errorf("leasebench: %s: release after extend: %w", c.Name(), err)
 		}
 	case Parallel:
+		keys := make([]string, sc.Workers) // built before the clock starts
+		for i := range keys {
+			keys[i] = fmt.Sprintf("%spar:%d", prefix, i)
+		}
 		m = measureWorkers(ctx, sc.Workers, d, func(i int, counts *counts) {
-			key := fmt.Sprintf("%spar:%d", prefix, i)
-			h, err := c.Acquire(ctx, key, ttl)
+			h, err := c.Acquire(ctx, keys[i], ttl)
 			if err == nil {
 				err = h.Release(ctx)
 			}
@@ -154,10 +157,12 @@ func measureLatency(ctx context.Context, d time.Duration, op func() error) Measu
 	return m
 }
 
-// counts is one worker's tally.
+// counts is one worker's tally. The padding keeps each worker's tally on
+// its own cache lines, so 64 workers counting do not contend for them.
 type counts struct {
 	ops, contended, errors int64
 	firstErr               error
+	_                      [128]byte
 }
 
 func (c *counts) record(err error) {
