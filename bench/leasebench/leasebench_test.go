@@ -107,3 +107,28 @@ func TestChart_WriteSVG_WellFormed(t *testing.T) {
 	assert.Equal(t, "12k", shortNum(12000))
 	assert.Equal(t, 2000.0, niceStep(1500))
 }
+
+func TestHeadToHeadTable_CountsRoundsWon(t *testing.T) {
+	sc := Scenario{Kind: Parallel, Workers: 64}
+	ops := func(rates ...int64) []Measurement {
+		ms := make([]Measurement, len(rates))
+		for i, n := range rates {
+			ms[i] = Measurement{Ops: n, Elapsed: time.Second}
+		}
+		return ms
+	}
+	r := &Results{
+		Contenders: []string{"floor", "cronguard", "peer", "slow"},
+		Runs: map[Scenario]map[string][]Measurement{sc: {
+			"floor":     ops(1000, 1000, 1000),
+			"cronguard": ops(600, 500, 700),
+			"peer":      ops(500, 550, 600),
+			"slow":      ops(100, 100, 100),
+		}},
+	}
+	md := r.HeadToHeadTable(sc, "cronguard").Markdown()
+	assert.Contains(t, md, "| peer | 2 of 3 | 1.17x (0.91–1.20) |", "won rounds 1 and 3; ratios 1.20, 0.91, 1.17")
+	assert.Contains(t, md, "| slow | 3 of 3 | 6.00x (5.00–7.00) |")
+	assert.NotContains(t, md, "| floor |", "the floor is not a peer")
+	assert.Empty(t, r.HeadToHeadTable(sc, "absent").Rows)
+}

@@ -205,3 +205,31 @@ func isScript(cmd string) bool {
 	}
 	return false
 }
+
+// HeadToHeadTable compares subject with every other contender but the
+// floor on a throughput scenario, round by round: in how many rounds
+// subject's rate was higher, and the median (and spread) of the per-round
+// ratio subject/other. Rounds pair up because round r's measurements of
+// every contender were taken seconds apart. It has no rows when subject
+// was not run.
+func (r *Results) HeadToHeadTable(sc Scenario, subject string) Table {
+	t := Table{Header: []string{"against", "rounds " + subject + " was faster", subject + " / it (spread)"}}
+	mine := series(r.Runs[sc][subject], rate)
+	if len(mine) == 0 {
+		return t
+	}
+	for _, name := range r.Contenders {
+		theirs := series(r.Runs[sc][name], rate)
+		if name == subject || name == r.floor() || len(theirs) == 0 {
+			continue
+		}
+		won, rounds := 0, min(len(mine), len(theirs))
+		for i := range rounds {
+			if mine[i] > theirs[i] {
+				won++
+			}
+		}
+		t.Rows = append(t.Rows, []string{name, fmt.Sprintf("%d of %d", won, rounds), fmtRatio(RatioSummary(mine, theirs))})
+	}
+	return t
+}

@@ -178,6 +178,9 @@ func writeLeaseReport(w io.Writer, res *leasebench.Results, f flags) {
 		case leasebench.Parallel:
 			if sc.Workers == leasebench.DefaultParallelism {
 				fmt.Fprintf(w, "### 2. %d goroutines on distinct keys: acquire+release cycles per second\n\n%s\n", sc.Workers, res.ThroughputTable(sc).Markdown())
+				if h := res.HeadToHeadTable(sc, "cronguard"); len(h.Rows) > 0 {
+					fmt.Fprintf(w, "Head to head, round by round (each round's measurements were taken seconds apart):\n\n%s\n", h.Markdown())
+				}
 			}
 		case leasebench.Contention:
 			fmt.Fprintf(w, "### 3. %d goroutines contending for one key: successful acquisitions per second\n\n"+
