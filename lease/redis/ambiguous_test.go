@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,36 +14,31 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// busyScript keeps the server busy for ARGV[1] microseconds.
-const busyScript = `local t0 = redis.call('TIME')
-repeat local t = redis.call('TIME') until (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > tonumber(ARGV[1])
-return 1`
-
 // TestStore_Acquire_AmbiguousTimeoutIsRolledBack: the acquire is sent, the
-// caller's deadline passes while the server is busy, and the acquire then
+// caller's deadline passes while the server holds it, and the acquire then
 // runs. Acquire returns ErrTimeout and has released what it took, so the key
 // is free and not blocked until the TTL passes.
+//
+// CLIENT PAUSE makes the server hold every command for a known time, from
+// the moment the pause is acknowledged; the acquire's deadline (0.8 s)
+// passes inside the pause (2 s), and the rollback's own deadline (0.8 s +
+// reconcileTimeout) outside it.
 func TestStore_Acquire_AmbiguousTimeoutIsRolledBack(t *testing.T) {
 	srv := startServer(t)
 	var logs bytes.Buffer
 	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	blocker := srv.redis.Client(t)                               // another connection
 	warm, err := st.Acquire(t.Context(), "warm-up", time.Second) // loads the scripts: EVALSHA runs at once
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(t.Context()))
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = blocker.Do(context.Background(), blocker.B().Eval().Script(busyScript).Numkeys(0).Arg("600000").Build()).Error()
-	}()
-	time.Sleep(100 * time.Millisecond) // let the busy script start first
+	const pause, deadline = 2 * time.Second, 800 * time.Millisecond
+	require.Less(t, pause, deadline+reconcileTimeout, "the rollback must outlast the pause")
+	admin := srv.redis.Client(t) // another connection
+	require.NoError(t, admin.Do(t.Context(), admin.B().ClientPause().Timeout(pause.Milliseconds()).All().Build()).Error())
 
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
 	defer cancel()
 	_, err = st.Acquire(ctx, "k", time.Minute)
-	wg.Wait()
 	require.ErrorIs(t, err, lease.ErrTimeout)
 
 	ks, _ := keysFor(st.prefix, "k")
