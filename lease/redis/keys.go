@@ -23,13 +23,9 @@ type keyset struct {
 // data, fence and round keys share one allocation: they run on every
 // acquire.
 func keysFor(prefix, key string) (keyset, error) {
-	k, err := lease.StorageKey(prefix, key, lease.StorageKeyBudget, lease.StorageKeyReserve)
+	k, g, err := tagOf(prefix, key)
 	if err != nil {
 		return keyset{}, err
-	}
-	g := k
-	if strings.ContainsAny(k, "{}") {
-		g = lease.Hash(k)
 	}
 	var b strings.Builder
 	b.Grow(3*(len(prefix)+len(g)) + len(":{}:fence:{}:round:{}"))
@@ -49,6 +45,20 @@ func keysFor(prefix, key string) (keyset, error) {
 	}, nil
 }
 
+// tagOf returns the storage key K of a normalized user key under prefix
+// (lease.StorageKey) and its hash tag G: K, or lease.Hash(K) when K
+// contains a brace, which would split the tag.
+func tagOf(prefix, key string) (k, g string, err error) {
+	k, err = lease.StorageKey(prefix, key, lease.StorageKeyBudget, lease.StorageKeyReserve)
+	if err != nil {
+		return "", "", err
+	}
+	if strings.ContainsAny(k, "{}") {
+		return k, lease.Hash(k), nil
+	}
+	return k, k, nil
+}
+
 // writeTagged writes prefix, namespace (ending in "{"), tag and "}".
 func writeTagged(b *strings.Builder, prefix, namespace, tag string) {
 	b.WriteString(prefix)
@@ -57,34 +67,37 @@ func writeTagged(b *strings.Builder, prefix, namespace, tag string) {
 	b.WriteByte('}')
 }
 
+// writeIndexPrefix writes <prefix>:id:{T}: for a slot; the ID follows it.
+func writeIndexPrefix(b *strings.Builder, prefix string, slot int) {
+	writeTagged(b, prefix, ":id:{", slotTag(slot))
+	b.WriteByte(':')
+}
+
+// indexKeyLen is the length of an ID index key for a slot.
+func indexKeyLen(prefix string, slot int) int {
+	return len(prefix) + len(":id:{}:") + len(slotTag(slot)) + lease.IDLen
+}
+
 // heldKeys derives, for the lease with id on the normalized user key, the
 // data key, the ID index key and the record head (recordHead) in one
 // allocation, for the keyed fast path (held.go). It reports false when the
-// ID does not route to the key's slot: the lease was not issued for this
-// key by this store's layout.
+// ID path must answer instead: the ID is malformed or routes to no slot, or
+// the key is invalid or hashes to another slot than the ID (the keys could
+// not be used together on Redis Cluster, and cannot be the same lease's).
 func heldKeys(prefix, key, id string) (data, index, head string, ok bool) {
 	slot, ok := decodeSlot(id)
 	if !ok || lease.ValidateID(id) != nil {
 		return "", "", "", false
 	}
-	k, err := lease.StorageKey(prefix, key, lease.StorageKeyBudget, lease.StorageKeyReserve)
-	if err != nil {
+	_, g, err := tagOf(prefix, key)
+	if err != nil || keySlot(g) != slot {
 		return "", "", "", false
 	}
-	g := k
-	if strings.ContainsAny(k, "{}") {
-		g = lease.Hash(k)
-	}
-	if keySlot(g) != slot {
-		return "", "", "", false
-	}
-	tag := slotTag(slot)
 	var b strings.Builder
-	b.Grow(2*len(prefix) + len(g) + len(tag) + 2*lease.IDLen + len(":{}:id:{}:") + len(recordHeadOpen+recordHeadClose))
+	b.Grow(len(prefix) + len(g) + len(":{}") + indexKeyLen(prefix, slot) + len(recordHeadOpen) + lease.IDLen + len(recordHeadClose))
 	writeTagged(&b, prefix, ":{", g)
 	d := b.Len()
-	writeTagged(&b, prefix, ":id:{", tag)
-	b.WriteByte(':')
+	writeIndexPrefix(&b, prefix, slot)
 	b.WriteString(id)
 	i := b.Len()
 	b.WriteString(recordHeadOpen)
@@ -94,28 +107,18 @@ func heldKeys(prefix, key, id string) (data, index, head string, ok bool) {
 	return all[:d], all[d:i], all[i:], true
 }
 
-// indexPrefix returns <prefix>:id:{T}: for a slot; the ID follows it.
-func indexPrefix(prefix string, slot int) string {
-	return string(appendIndexPrefix(nil, prefix, slot))
-}
-
-// appendIndexPrefix appends <prefix>:id:{T}: for a slot to dst.
-func appendIndexPrefix(dst []byte, prefix string, slot int) []byte {
-	dst = append(dst, prefix...)
-	dst = append(dst, ":id:{"...)
-	dst = append(dst, slotTag(slot)...)
-	return append(dst, "}:"...)
-}
-
 // indexKey returns the ID index key of id, and false when the ID's leading
 // characters encode no slot (such an ID was not issued by this store).
 func indexKey(prefix, id string) (string, bool) {
-	s, ok := decodeSlot(id)
+	slot, ok := decodeSlot(id)
 	if !ok {
 		return "", false
 	}
-	var buf [192]byte
-	return string(append(appendIndexPrefix(buf[:0], prefix, s), id...)), true
+	var b strings.Builder
+	b.Grow(indexKeyLen(prefix, slot))
+	writeIndexPrefix(&b, prefix, slot)
+	b.WriteString(id)
+	return b.String(), true
 }
 
 // newID returns a fresh lease ID that routes to slot: three characters
@@ -128,8 +131,12 @@ func newID(slot int) string {
 // newLeaseID returns a fresh lease ID that routes to slot and its ID index
 // key, in one allocation (the ID is the index key's tail).
 func newLeaseID(prefix string, slot int) (id, index string) {
-	var buf [192]byte // fits the longest prefix (128 bytes) and tag
-	index = string(appendNewID(appendIndexPrefix(buf[:0], prefix, slot), slot))
+	var b strings.Builder
+	b.Grow(indexKeyLen(prefix, slot))
+	writeIndexPrefix(&b, prefix, slot)
+	var buf [lease.IDLen]byte
+	b.Write(appendNewID(buf[:0], slot))
+	index = b.String()
 	return index[len(index)-lease.IDLen:], index
 }
 

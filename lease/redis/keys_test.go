@@ -61,7 +61,7 @@ func TestIndexKey_SameSlotAsData(t *testing.T) {
 		assert.Equal(t, clusterSlot(ks.data), clusterSlot(ik), "key %q", key)
 		assert.Equal(t, clusterSlot(ks.data), clusterSlot(ks.fence))
 		assert.Equal(t, clusterSlot(ks.data), clusterSlot(ks.round))
-		assert.Equal(t, indexPrefix("cg", ks.slot)+id, ik)
+		assert.Equal(t, "cg:id:{"+slotTag(ks.slot)+"}:"+id, ik)
 	}
 }
 

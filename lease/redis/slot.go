@@ -101,13 +101,8 @@ var idValue = func() (v [256]int8) {
 	return v
 }()
 
-// encodeSlot returns the three ID characters that encode slot (14 bits in
-// 18: the first character is always one of A-D).
-func encodeSlot(slot int) string {
-	return string(appendSlot(nil, slot))
-}
-
-// appendSlot appends the three ID characters that encode slot to dst.
+// appendSlot appends the three ID characters that encode slot to dst (14
+// bits in 18: the first character is always one of A-D).
 func appendSlot(dst []byte, slot int) []byte {
 	return append(dst, idAlphabet[slot>>12&63], idAlphabet[slot>>6&63], idAlphabet[slot&63])
 }

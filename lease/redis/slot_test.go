@@ -46,9 +46,9 @@ func TestSlotTag_ShortestFirst(t *testing.T) {
 	}
 }
 
-func TestEncodeSlot_RoundTripsEverySlot(t *testing.T) {
+func TestAppendSlot_RoundTripsEverySlot(t *testing.T) {
 	for s := range slotCount {
-		enc := encodeSlot(s)
+		enc := string(appendSlot(nil, s))
 		require.Len(t, enc, 3)
 		got, ok := decodeSlot(enc + strings.Repeat("A", 19))
 		require.True(t, ok, "slot %d", s)
@@ -86,7 +86,7 @@ func TestNewID_RoutesToSlotAndIsValid(t *testing.T) {
 }
 
 // FuzzDecodeSlot: decoding never panics, accepts only slots in range, and
-// agrees with encodeSlot.
+// agrees with appendSlot.
 func FuzzDecodeSlot(f *testing.F) {
 	for _, s := range []string{"AAA", "D__", "EAA", "___", "", "A", "{}x", "\xff\xfe\xfd", newID(12182)} {
 		f.Add(s)
@@ -99,8 +99,8 @@ func FuzzDecodeSlot(f *testing.F) {
 		if s < 0 || s >= slotCount {
 			t.Fatalf("decodeSlot(%q) = %d, out of range", id, s)
 		}
-		if encodeSlot(s) != id[:3] {
-			t.Fatalf("encodeSlot(%d) = %q, want %q", s, encodeSlot(s), id[:3])
+		if string(appendSlot(nil, s)) != id[:3] {
+			t.Fatalf("appendSlot(%d) = %q, want %q", s, string(appendSlot(nil, s)), id[:3])
 		}
 	})
 }
