@@ -24,7 +24,7 @@ const (
 //
 // The scripts build the first four fields (they need server time and the
 // fence counter) at fixed offsets and the client builds the tail
-// (recordTail). Pointers tell a missing field from a zero one.
+// (writeRecordTail). Pointers tell a missing field from a zero one.
 type record struct {
 	LockID       *string `json:"lockId"`
 	ExpiresAtMs  *int64  `json:"expiresAtMs"`
@@ -32,14 +32,6 @@ type record struct {
 	Fence        *string `json:"fence"`
 	Key          *string `json:"key"`
 	Owner        *string `json:"owner"`
-}
-
-// recordTail returns the client-built end of a record: the key and owner
-// fields and the closing brace.
-func recordTail(key, owner string) string {
-	var b strings.Builder
-	writeRecordTail(&b, key, jsonString(owner))
-	return b.String()
 }
 
 // writeRecordTail writes the end of a record: the key field, the owner
@@ -76,19 +68,14 @@ func writeJSONString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 }
 
-// The record head of a lease, around its ID (recordHead).
+// The record head of a lease, around its ID: the first 49 bytes of its
+// record, up to the expiry, {"lockId":"<id>","expiresAtMs":. The keyed
+// scripts compare it with the stored record, which checks the layout and the
+// ID in one comparison (heldKeys builds it).
 const (
 	recordHeadOpen  = `{"lockId":"`
 	recordHeadClose = `","expiresAtMs":`
 )
-
-// recordHead returns the first 49 bytes of the record of the lease with
-// id, up to the expiry: {"lockId":"<id>","expiresAtMs":. The keyed scripts
-// compare it with the stored record, which checks the layout and the ID in
-// one comparison.
-func recordHead(id string) string {
-	return recordHeadOpen + id + recordHeadClose
-}
 
 // parsedRecord is a record that passed every check.
 type parsedRecord struct {

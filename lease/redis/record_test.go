@@ -15,6 +15,20 @@ import (
 )
 
 // sampleRecord builds a record the way acquire.lua does.
+// recordTail is the client-built end of a record (writeRecordTail) as a
+// string.
+func recordTail(key, owner string) string {
+	var b strings.Builder
+	writeRecordTail(&b, key, jsonString(owner))
+	return b.String()
+}
+
+// recordHead is the record head of the lease with id (recordHeadOpen,
+// recordHeadClose), as the keyed scripts compare it.
+func recordHead(id string) string {
+	return recordHeadOpen + id + recordHeadClose
+}
+
 func sampleRecord(id string, exp, acq int64, fence uint64, key, owner string) string {
 	return fmt.Sprintf(`{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d",`, id, exp, acq, fence) + recordTail(key, owner)
 }
