@@ -69,6 +69,15 @@ func (h *fleetHistory) addRun(r string, o int64, fence uint64, d int64, release 
 	}
 }
 
+// releaseFailed replaces the Release of occurrence o with a release_error
+// of reason, sent at ms.
+func (h *fleetHistory) releaseFailed(o int64, reason string, sent int64) {
+	i := slices.IndexFunc(h.events, func(e history.Event) bool { return e.Occurrence == o && e.Kind == history.Release })
+	e := &h.events[i]
+	e.Kind, e.Reason, e.Err = history.ReleaseError, reason, "lease/redis: release: "+reason
+	e.Sent, e.SentWall, e.Mono, e.Wall = sent*msNs, sent*msNs, (sent+1000)*msNs, (sent+1000)*msNs
+}
+
 // drop removes the events of occurrence o (and its writes).
 func (h *fleetHistory) drop(o int64) {
 	h.events = slices.DeleteFunc(h.events, func(e history.Event) bool { return e.Occurrence == o })
@@ -126,6 +135,12 @@ func TestCheck_Violations(t *testing.T) {
 		{"(3) lease acquired while another was valid", func(h *fleetHistory) {
 			h.dropKind(5000, history.Release) // valid until 7000; the 6000 lease overlaps
 		}, 3},
+		{"(3) lease acquired while the holder's release said not held", func(h *fleetHistory) {
+			h.releaseFailed(5000, "not_held", 5101) // the server's answer: the release did not run
+		}, 3},
+		{"(3) lease acquired before a release of unknown outcome was sent", func(h *fleetHistory) {
+			h.releaseFailed(5000, "unknown", 6500) // the 6000 lease came first
+		}, 3},
 		{"(4) occurrence missed without explanation", func(h *fleetHistory) {
 			h.drop(5000)
 		}, 4},
@@ -151,6 +166,18 @@ func TestCheck_Violations(t *testing.T) {
 			assert.Contains(t, r.Table(), "("+string(rune('0'+tt.want))+")")
 		})
 	}
+}
+
+// TestCheck_ReleaseReplyLost_EndsAtSend: a release whose reply was lost
+// (the replica's proxy went dark after forwarding it) may have run on the
+// server; the next lease, acquired after it was sent but before the old
+// lease's expiry, shows that it did. Not a violation of (3).
+func TestCheck_ReleaseReplyLost_EndsAtSend(t *testing.T) {
+	h := cleanHistory()
+	h.releaseFailed(5000, "unknown", 5101)
+	r := h.check()
+	assert.Empty(t, r.Violations)
+	assert.Empty(t, r.Misses)
 }
 
 func TestCheck_Misses_Explained(t *testing.T) {

@@ -10,7 +10,10 @@
 //  3. Mutual exclusion in server time: for one job, no two leases are valid
 //     at the same server instant. A lease is valid from its AcquiredAt to
 //     its last confirmed ExpiresAt, or to the moment its Release was sent
-//     when that Release succeeded.
+//     when that Release succeeded or may have run (its reply was lost, or
+//     the replica was killed after its run returned): the server's own
+//     account of the lease then is unknown, and only an acquire before the
+//     earliest instant the lease may have ended is a sure violation.
 //  4. Liveness: every occurrence in the checked window ran, unless
 //     something explains the miss: the job's lease was held (by a running,
 //     stale or killed holder, as the histories show), Redis was down, no

@@ -15,6 +15,10 @@ type leaseRec struct {
 	acquiredAt int64 // server ms
 	expiresAt  int64 // last confirmed, server ms
 	releasedAt int64 // server ms lower bound (Release send wall), 0 if not released
+	// mayEndAt is the server ms lower bound of a Release whose outcome is
+	// unknown: its reply was lost, or the replica was killed after its run
+	// returned. 0 if none.
+	mayEndAt   int64
 	sent, mono int64 // acquire send and reply, CLOCK_MONOTONIC ns
 
 	runStart, runEnd, ctxDone int64 // CLOCK_MONOTONIC ns, 0 if not recorded
@@ -23,16 +27,22 @@ type leaseRec struct {
 	cause                     string
 }
 
-// end is the end of the lease's validity in server ms.
+// end is the end of the lease's validity in server ms: the earliest it may
+// have ended, counting a Release whose outcome is unknown as done.
 func (l *leaseRec) end() int64 {
-	if l.releasedAt != 0 && l.releasedAt < l.expiresAt {
-		return l.releasedAt
+	end := l.expiresAt
+	for _, at := range [...]int64{l.releasedAt, l.mayEndAt} {
+		if at != 0 && at < end {
+			end = at
+		}
 	}
-	return l.expiresAt
+	return end
 }
 
 // blocksUntil is when the lease stops blocking an acquire, in server ms:
-// its release, or its expiry plus the server's tolerance.
+// its release, or its expiry plus the server's tolerance. It is the latest
+// the lease may have ended: a Release whose outcome is unknown may not have
+// run.
 func (l *leaseRec) blocksUntil() int64 {
 	if l.releasedAt != 0 && l.releasedAt < l.expiresAt {
 		return l.releasedAt
@@ -133,6 +143,9 @@ func index(events []history.Event) *indexed {
 		case history.ReleaseError:
 			if l := get(e); l != nil {
 				l.releaseSeen = true
+				if e.Reason == "unknown" && e.SentWall != 0 {
+					l.mayEndAt = e.SentWall / 1e6
+				}
 			}
 		case history.RunStart:
 			if l := get(e); l != nil {
@@ -158,10 +171,10 @@ func index(events []history.Event) *indexed {
 	// A replica killed after a run returned may have sent (and Redis run)
 	// the Release without recording it. The Release is sent after the run
 	// returns, so its server instant is at least the run's end: that lower
-	// bound is the lease's end, as for a recorded Release.
+	// bound is the earliest the lease may have ended.
 	for _, l := range ix.acquires {
 		if l.runEndWall != 0 && !l.releaseSeen && ix.killedIn(l.replica, l.runEndWall, l.expiresAt*1e6) {
-			l.releasedAt = l.runEndWall / 1e6
+			l.mayEndAt = l.runEndWall / 1e6
 		}
 	}
 	return ix

@@ -18,7 +18,7 @@ const (
 	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
 	ExtendError   Kind = "extend_error"   // Store.Extend failed: Err
 	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall
-	ReleaseError  Kind = "release_error"  // Store.Release failed: Err
+	ReleaseError  Kind = "release_error"  // Store.Release failed: Reason (not_held, unknown), Err, Sent, SentWall
 	Skip          Kind = "skip"           // scheduler skipped an occurrence: Reason
 	RunStart      Kind = "run_start"      // the job function was called
 	CtxDone       Kind = "ctx_done"       // the run's context ended while the job ran: Cause

@@ -64,7 +64,7 @@ func (s *recordingStore) Release(ctx context.Context, id string) error {
 	ev.Sent, ev.SentWall = history.Mono(), history.Wall()
 	err := s.Store.Release(ctx, id)
 	if err != nil {
-		ev.Kind, ev.Err = history.ReleaseError, err.Error()
+		ev.Kind, ev.Reason, ev.Err = history.ReleaseError, releaseReason(err), err.Error()
 	} else {
 		ev.Kind = history.Release
 	}
@@ -100,4 +100,14 @@ func acquireReason(err error) string {
 	default:
 		return "error"
 	}
+}
+
+// releaseReason classes a failed release: "not_held" when the server said
+// the lease was not held, else "unknown": the reply was lost or unreadable,
+// so the release may have run.
+func releaseReason(err error) string {
+	if errors.Is(err, lease.ErrNotHeld) {
+		return "not_held"
+	}
+	return "unknown"
 }
