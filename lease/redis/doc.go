@@ -34,10 +34,15 @@
 //     reads directly instead of through the index. The answers are those of
 //     Extend and Release by ID.
 //   - An acquire that ends in ErrTimeout or ErrAborted may have happened on
-//     the server. Acquire then releases that ID with a fresh context bounded
-//     by 2s before it returns. This closes the gap when the client keeps
-//     command order (one pipelined connection, the rueidis default); if the
-//     roll-back itself fails, the key stays locked until the TTL passes.
+//     the server, or may not: rueidis closes a connection whose deadline
+//     passes mid-request when it is sending synchronously (one caller at a
+//     time), and Redis drops what a closed client had not yet run. Acquire
+//     then releases that ID with a fresh context bounded by 2s before it
+//     returns, which frees the key at once if the acquire ran and finds
+//     nothing if it did not. The key stays locked, with no holder, until
+//     the TTL passes only if the roll-back fails, or if it reaches a stalled
+//     server on another connection ahead of the acquire. Neither outcome
+//     gives the key two holders.
 //   - Errors wrap one lease sentinel and the client's cause; see
 //     lease.ErrUnavailable, lease.ErrAuth, lease.ErrTimeout.
 //
