@@ -129,6 +129,7 @@ func TestFaults(t *testing.T) {
 	require.NoError(t, err)
 	writes, err := history.ReadWrites(t.Context(), pg.DB(t))
 	require.NoError(t, err)
+	require.NoError(t, history.SaveWrites(filepath.Join(dir, history.WritesFile), writes))
 	rep := checker.Check(checker.Input{Events: events, Writes: writes, Jobs: CheckerJobs()})
 	t.Logf("seed %d, fault phase %s, %d replicas\n%s", seed, duration, len(f.replicas), rep.Table())
 	require.NotZero(t, rep.Runs, "no run at all")
@@ -137,10 +138,12 @@ func TestFaults(t *testing.T) {
 		if *flagDir == "" {
 			keep := filepath.Join(os.TempDir(), fmt.Sprintf("cronguard-faults-%d", seed))
 			_ = os.RemoveAll(keep)
-			if err := os.CopyFS(keep, os.DirFS(dir)); err == nil {
-				t.Logf("histories and logs kept in %s", keep)
+			if err := os.CopyFS(keep, os.DirFS(dir)); err != nil {
+				t.Errorf("could not keep the run's files in %s: %v", keep, err)
 			}
+			dir = keep
 		}
+		t.Logf("histories, accepted writes and logs kept in %s; check them again with: go run ./faults/cmd/recheck %s", dir, dir)
 		t.Errorf("%d violations; reproduce the schedule with: go test ./faults/ -run TestFaults -faults.seed=%d -faults.duration=%s",
 			len(rep.Violations), seed, duration)
 	}

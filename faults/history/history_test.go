@@ -86,3 +86,32 @@ func TestMono_Increases(t *testing.T) {
 	assert.LessOrEqual(t, a, b)
 	assert.Positive(t, a)
 }
+
+func TestSaveWrites_LoadWrites_RoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), WritesFile)
+	ws := []Write{
+		{ID: 1, Replica: "r1", Job: "ticker", Occurrence: 1795350321000, Fence: 23, Lease: "…Zr906b"},
+		{ID: 2, Replica: "r2", Job: "ticker", Occurrence: 1795350321500, Fence: 1<<63 - 1, Lease: "…DqTKG7"},
+	}
+	require.NoError(t, SaveWrites(path, ws))
+	got, err := LoadWrites(path)
+	require.NoError(t, err)
+	assert.Equal(t, ws, got)
+
+	require.NoError(t, SaveWrites(path, nil))
+	got, err = LoadWrites(path)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+
+	evs, err := ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Empty(t, evs, "the writes file is not read as a history")
+}
+
+func TestLoadWrites_Malformed_ErrorNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), WritesFile)
+	require.NoError(t, os.WriteFile(path, []byte(`[{"id":"one"}]`), 0o644))
+	_, err := LoadWrites(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path)
+}

@@ -21,12 +21,12 @@ const InsertWrite = "INSERT INTO " + WritesTable +
 
 // Write is one row of WritesTable.
 type Write struct {
-	ID         int64  // commit order within a resource
-	Replica    string // the replica that wrote
-	Job        string // the job, which is also the fenced resource
-	Occurrence int64  // the run's occurrence, Unix ms
-	Fence      uint64 // the run's fencing token
-	Lease      string // the run's lease ID, short form
+	ID         int64  `json:"id"`      // commit order within a resource
+	Replica    string `json:"replica"` // the replica that wrote
+	Job        string `json:"job"`     // the job, which is also the fenced resource
+	Occurrence int64  `json:"occ"`     // the run's occurrence, Unix ms
+	Fence      uint64 `json:"fence"`   // the run's fencing token
+	Lease      string `json:"lease"`   // the run's lease ID, short form
 }
 
 // CreateTables creates fencing's default fence table and WritesTable if
