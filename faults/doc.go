@@ -22,7 +22,8 @@
 //     lease of its job was acquired.
 //
 // The test fails on any violation and prints the seed that reproduces the
-// schedule. See README.md for how to run the short and long forms and for
+// schedule, and where it kept the histories, the accepted writes and the
+// logs; faults/cmd/recheck checks a kept run again without running it. See README.md for how to run the short and long forms and for
 // the figures of the last runs.
 //
 // What it does not prove: a schedule is random, not exhaustive; time on one
