@@ -1,6 +1,10 @@
 package lease
 
-import "time"
+import (
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // AcquireOptions is the resolved form of a list of AcquireOption values.
 // Store implementations read it through ResolveAcquireOptions.
@@ -46,13 +50,33 @@ func WithRoundTime(t time.Time, maxSkew time.Duration) AcquireOption {
 }
 
 // WithOwner stores a free-text holder label with the lease (for example
-// "host/pid/job"), shown by Lookup. It is not a proof of ownership.
+// "host/pid/job"), shown by Lookup. It is not a proof of ownership. The
+// label must pass ValidateOwner.
 func WithOwner(owner string) AcquireOption {
 	return func(o *AcquireOptions) { o.Owner = owner }
 }
 
 // MaxOwnerLen is the longest owner label accepted, in bytes.
 const MaxOwnerLen = 256
+
+// ValidateOwner checks an owner label: valid UTF-8, at most MaxOwnerLen
+// bytes, and no control characters (C0, DEL or C1: no tabs, newlines or
+// NULs), so that a label reads the same in every store, log line and
+// terminal. The empty label is valid: it stores no label.
+func ValidateOwner(owner string) error {
+	if len(owner) > MaxOwnerLen {
+		return invalid("owner must be at most %d bytes, got %d", MaxOwnerLen, len(owner))
+	}
+	if !utf8.ValidString(owner) {
+		return invalid("owner must be valid UTF-8")
+	}
+	for i, r := range owner {
+		if unicode.IsControl(r) {
+			return invalid("owner must not contain control characters, found %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
 
 // ResolveAcquireOptions applies opts in order and validates the result.
 func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
@@ -77,8 +101,8 @@ func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
 	if o.timeRound && o.MaxSkew < time.Millisecond {
 		return o, invalid("max skew must be at least 1ms, got %s", o.MaxSkew)
 	}
-	if len(o.Owner) > MaxOwnerLen {
-		return o, invalid("owner must be at most %d bytes, got %d", MaxOwnerLen, len(o.Owner))
+	if err := ValidateOwner(o.Owner); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -115,17 +115,19 @@ func WithKeyPrefix(prefix string) Option {
 
 // WithInstanceID names this replica in logs, events and (unless WithOwner
 // says otherwise) the lease owner label "<instance>/<job>". Default:
-// "<hostname>/<pid>". It must be non-empty, valid UTF-8, and at most
-// MaxInstanceIDLen bytes.
+// "<hostname>/<pid>". It must be non-empty, at most MaxInstanceIDLen
+// bytes, and a valid owner label (lease.ValidateOwner: valid UTF-8, no
+// control characters), since it becomes part of one.
 func WithInstanceID(id string) Option {
 	return func(c *config) error {
 		switch {
 		case id == "":
 			return invalidOption("WithInstanceID: id must not be empty")
-		case !utf8.ValidString(id):
-			return invalidOption("WithInstanceID: id must be valid UTF-8")
 		case len(id) > MaxInstanceIDLen:
 			return invalidOption("WithInstanceID: id must be at most %d bytes, got %d", MaxInstanceIDLen, len(id))
+		}
+		if err := lease.ValidateOwner(id); err != nil {
+			return fmt.Errorf("%w: WithInstanceID: %w", ErrInvalidArgument, err)
 		}
 		c.instanceID = id
 		return nil
@@ -224,14 +226,15 @@ func WithTimeout(d time.Duration) JobOption {
 
 // WithOwner sets the holder label stored with the job's lease (shown by
 // lease Lookup; not a proof of ownership). Default: "<instance ID>/<job
-// name>". It must be at most lease.MaxOwnerLen bytes of valid UTF-8.
+// name>". It must be non-empty and pass lease.ValidateOwner (valid UTF-8,
+// at most lease.MaxOwnerLen bytes, no control characters).
 func WithOwner(label string) JobOption {
 	return func(c *jobConfig) error {
-		if !utf8.ValidString(label) {
-			return invalidOption("WithOwner: label must be valid UTF-8")
+		if label == "" {
+			return invalidOption("WithOwner: label must not be empty")
 		}
-		if label == "" || len(label) > lease.MaxOwnerLen {
-			return invalidOption("WithOwner: label must be 1 to %d bytes, got %d", lease.MaxOwnerLen, len(label))
+		if err := lease.ValidateOwner(label); err != nil {
+			return fmt.Errorf("%w: WithOwner: %w", ErrInvalidArgument, err)
 		}
 		c.owner = label
 		return nil

@@ -162,9 +162,29 @@ func testMaxTTL(t *testing.T, env Env) {
 
 func testInvalidOwner(t *testing.T, env Env) {
 	key := testKey(t, "k")
-	_, err := env.Store.Acquire(t.Context(), key, longTTL, lease.WithOwner(strings.Repeat("o", lease.MaxOwnerLen+1)))
-	requireInvalid(t, err, "Acquire with an owner label over MaxOwnerLen")
+	for name, owner := range map[string]string{
+		"over MaxOwnerLen":    strings.Repeat("o", lease.MaxOwnerLen+1),
+		"invalid UTF-8":       "bad\xffowner",
+		"tab":                 "host\tjob",
+		"newline":             "host\njob",
+		"NUL":                 "host\x00job",
+		"DEL":                 "host\x7fjob",
+		"C1 control (U+0085)": "host\u0085job",
+	} {
+		_, err := env.Store.Acquire(t.Context(), key, longTTL, lease.WithOwner(owner))
+		requireInvalid(t, err, "Acquire with an owner label: "+name)
+		assert.Contains(t, err.Error(), "owner", "the error names the owner rule (%s)", name)
+	}
 	requireLockedState(t, env, key, false, "an invalid acquire must not take the lease")
 	l := acquire(t, env, key, longTTL, lease.WithOwner(strings.Repeat("o", lease.MaxOwnerLen)))
 	assert.Len(t, l.Owner, lease.MaxOwnerLen)
+	require.NoError(t, env.Store.Release(t.Context(), l.ID))
+
+	// Any printable Unicode is kept byte for byte, by every store.
+	const unicodeOwner = "wörker-ß/日本/🙂 \"quoted\" <&>"
+	l = acquire(t, env, key, longTTL, lease.WithOwner(unicodeOwner))
+	assert.Equal(t, unicodeOwner, l.Owner)
+	info, err := env.Store.Lookup(t.Context(), key)
+	require.NoError(t, err)
+	assert.Equal(t, unicodeOwner, info.Owner, "Lookup returns the owner label as given")
 }

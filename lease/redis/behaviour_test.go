@@ -166,6 +166,8 @@ func TestNew_Options(t *testing.T) {
 		"brace prefix":    WithPrefix("a{b}"),
 		"empty prefix":    WithPrefix(":"),
 		"owner too long":  WithOwner(string(make([]byte, lease.MaxOwnerLen+1))),
+		"owner not UTF-8": WithOwner("bad\xffowner"),
+		"owner control":   WithOwner("host\njob"),
 		"nil logger":      WithLogger(nil),
 		"nil clock":       WithClock(nil),
 	}

@@ -42,13 +42,12 @@ func WithPrefix(prefix string) Option {
 
 // WithOwner sets the holder label stored with every lease this Store
 // acquires, unless the acquire passes lease.WithOwner (default
-// DefaultOwner(): "<hostname>/<pid>"). At most lease.MaxOwnerLen bytes; the
+// DefaultOwner(): "<hostname>/<pid>"). It must pass lease.ValidateOwner; the
 // empty string stores no label.
 func WithOwner(owner string) Option {
 	return func(c *config) error {
-		if len(owner) > lease.MaxOwnerLen {
-			return fmt.Errorf("lease/redis: WithOwner: %w: owner must be at most %d bytes, got %d",
-				lease.ErrInvalidArgument, lease.MaxOwnerLen, len(owner))
+		if err := lease.ValidateOwner(owner); err != nil {
+			return fmt.Errorf("lease/redis: WithOwner: %w", err)
 		}
 		c.owner = owner
 		return nil
