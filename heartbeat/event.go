@@ -65,4 +65,11 @@ type Event struct {
 	// Err is the store error (EventRetrying), the loss cause (EventLost,
 	// EventStopped) or nil.
 	Err error
+	// Latency, for EventExtended, is how long the confirmed Extend took,
+	// from just before it was sent to its answer, on the heartbeat's clock.
+	Latency time.Duration
+	// Remaining, for EventLost, is how long the lease still had to its local
+	// deadline when the context was cancelled: the stop margin for a loss
+	// by cut-off (less any delay), possibly more for a definitive loss.
+	Remaining time.Duration
 }

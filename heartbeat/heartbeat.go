@@ -60,7 +60,7 @@ func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Op
 	if l.Deadline.IsZero() {
 		return nil, nil, invalidArgument("lease deadline must be set (use a lease returned by Store.Acquire)")
 	}
-	cfg, err := newConfig(l.TTL, opts)
+	cfg, err := newConfig(store, l.TTL, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -113,3 +113,45 @@ func TestStart_MemoryStore_PartitionedHolderDoneBeforeOtherAcquires(t *testing.T
 		}
 	})
 }
+
+// Without WithClock the heartbeat measures on the store's own clock (a
+// lease.ClockedStore), the clock the lease's Deadline was measured on: a
+// fake clock that drives the store drives the renewals and the cut-off too.
+// Renewals report their latency on that clock; a loss reports how long the
+// lease had left.
+func TestStart_MemoryStore_DefaultsToTheStoreClock(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	store, err := memory.New(memory.WithClock(clock))
+	require.NoError(t, err)
+	l := acquire(t, store, "job", ttl)
+	ctx, stop, rec := startRecorded(t, t.Context(), store, l) // no WithClock
+
+	const step = interval / 4
+	for range 3 * ttl / step {
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		clock.Advance(step)
+	}
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+	require.NoError(t, ctx.Err())
+	ext := rec.of(heartbeat.EventExtended)
+	require.Len(t, ext, int(3*ttl/interval), "renewals follow the store's fake clock")
+	for _, e := range ext {
+		assert.Zero(t, e.Latency, "the fake clock did not move during the Extend")
+	}
+
+	// Released behind its back: the next renewal finds it gone, with the
+	// rest of the interval's worth of lease left.
+	require.NoError(t, store.Release(t.Context(), l.ID))
+	clock.Advance(interval) // the next renewal is due
+	select {
+	case <-ctx.Done():
+	case <-t.Context().Done():
+		t.Fatal("the renewal after the release did not end the heartbeat")
+	}
+	assert.ErrorIs(t, stop(), heartbeat.ErrLeaseLost) // waits for the heartbeat's last event
+	lost := rec.of(heartbeat.EventLost)
+	require.Len(t, lost, 1)
+	assert.ErrorIs(t, lost[0].Err, heartbeat.ErrLeaseLost)
+	assert.Equal(t, lost[0].Deadline.Sub(clock.Now()), lost[0].Remaining)
+	assert.Positive(t, lost[0].Remaining)
+}

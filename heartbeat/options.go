@@ -62,8 +62,10 @@ func WithStopMargin(d time.Duration) Option {
 }
 
 // WithClock sets the clock that drives renewals and the cut-off. It must be
-// the clock the Store used to compute the lease's Deadline. Default:
-// clockwork.NewRealClock().
+// the clock the Store used to compute the lease's Deadline, or the cut-off
+// moves by the difference between the two. Default: the store's own clock
+// when it is a lease.ClockedStore (lease/redis and lease/memory are), else
+// clockwork.NewRealClock(); leave it unset unless the store has none.
 func WithClock(clock clockwork.Clock) Option {
 	return func(c *config) error {
 		if clock == nil {
@@ -102,9 +104,10 @@ func WithObserver(fn func(Event)) Option {
 	}
 }
 
-// newConfig applies opts and checks them against the lease's TTL.
-func newConfig(ttl time.Duration, opts []Option) (config, error) {
-	c := config{clock: clockwork.NewRealClock()}
+// newConfig applies opts and checks them against the lease's TTL. The
+// clock defaults to the one store measured the lease's Deadline on.
+func newConfig(store lease.Store, ttl time.Duration, opts []Option) (config, error) {
+	var c config
 	for _, opt := range opts {
 		if opt == nil {
 			return c, invalidOption("option must not be nil")
@@ -112,6 +115,9 @@ func newConfig(ttl time.Duration, opts []Option) (config, error) {
 		if err := opt(&c); err != nil {
 			return c, err
 		}
+	}
+	if c.clock == nil {
+		c.clock = lease.ClockOf(store)
 	}
 	if !c.intervalSet {
 		c.interval = ttl / DefaultIntervalDivisor

@@ -103,7 +103,8 @@ loop:
 				// Report before re-arming the timers: the timers are set
 				// from absolute times, so a slow observer shifts nothing,
 				// and a fake clock's waiters mean the event is out.
-				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1})
+				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1,
+					Latency: clock.Since(r.sent)})
 				if !cutoff.Stop() {
 					select { // drop a cut-off that fired while this result was on its way
 					case <-cutoff.Chan():
@@ -135,7 +136,8 @@ loop:
 		// if it is what the context says.
 		if context.Cause(h.ctx) == cause {
 			h.cause = cause
-			h.emit(Event{Kind: EventLost, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: cause})
+			h.emit(Event{Kind: EventLost, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: cause,
+				Remaining: deadline.Sub(clock.Now())})
 		}
 	}
 	if inflight {

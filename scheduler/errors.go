@@ -32,6 +32,10 @@ var (
 	// ErrPanic wraps the value a job panicked with; the run is reported as
 	// panicked and its lease released.
 	ErrPanic = errors.New("scheduler: job panicked")
+	// ErrGoexit is the error of a run whose job ended with runtime.Goexit
+	// (t.FailNow, for example) instead of returning; the run is reported as
+	// failed and its lease released.
+	ErrGoexit = errors.New("scheduler: job called runtime.Goexit")
 )
 
 // invalidSchedule wraps both ErrInvalidSchedule and ErrInvalidArgument.

@@ -19,17 +19,30 @@ const (
 	EventAcquireFailed
 	// EventStarted: this replica won the lease and is calling the job.
 	EventStarted
-	// EventSucceeded: the job returned nil.
+	// EventSucceeded: the job returned nil within its timeout.
 	EventSucceeded
-	// EventFailed: the job returned an error (Err).
+	// EventFailed: the job returned an error (Err), or ended with
+	// runtime.Goexit (Err wraps ErrGoexit).
 	EventFailed
 	// EventPanicked: the job panicked; Err wraps ErrPanic and the value.
 	EventPanicked
-	// EventLeaseLost: the heartbeat cancelled the run's context because the
-	// lease was lost or could not be confirmed; Err is the cause.
+	// EventTimedOut: the job returned after its WithTimeout had passed,
+	// whatever it returned; Err wraps ErrTimeout (and the job's error).
+	EventTimedOut
+	// EventCancelled: while the job ran, its context was cancelled by its
+	// timeout (Err wraps ErrTimeout; the lease is no longer renewed) or by
+	// Shutdown (Err is ErrShutdown). The run ends with its own event.
+	EventCancelled
+	// EventLeaseLost: while the job ran, the heartbeat cancelled its context
+	// because the lease was lost or could not be confirmed; Err is the cause
+	// (heartbeat.ErrLeaseLost or heartbeat.ErrLeaseUnconfirmed) and
+	// Remaining the time the lease had left to its local deadline. The run
+	// ends with its own event.
 	EventLeaseLost
 	// EventReleased: the lease was released after the run.
 	EventReleased
+
+	numEventKinds // one past the last kind
 )
 
 // String returns the kind's name ("skipped", "started", ...).
@@ -47,6 +60,10 @@ func (k EventKind) String() string {
 		return "failed"
 	case EventPanicked:
 		return "panicked"
+	case EventTimedOut:
+		return "timed out"
+	case EventCancelled:
+		return "cancelled"
 	case EventLeaseLost:
 		return "lease lost"
 	case EventReleased:
@@ -76,6 +93,13 @@ const (
 	// or the process overloaded); the earlier of the two was dropped. The
 	// occurrence may still run on another replica.
 	SkipOverrun
+	// SkipRunning: an earlier run of the job still executes on this
+	// replica (it outlived its timeout or its lease): a replica never runs
+	// two of a job at once. No store round trip was made; the occurrence
+	// may run elsewhere.
+	SkipRunning
+
+	numSkipReasons // one past the last reason
 )
 
 // String returns the reason's name ("locked", "claimed", ...).
@@ -91,6 +115,8 @@ func (r SkipReason) String() string {
 		return "shutdown"
 	case SkipOverrun:
 		return "overrun"
+	case SkipRunning:
+		return "running here"
 	default:
 		return "none"
 	}
@@ -105,16 +131,18 @@ type Event struct {
 	Reason     SkipReason    // for EventSkipped
 	Fence      fencing.Token // the run's fencing token, once acquired
 	LeaseID    string        // the lease ID in short form (lease.ShortID), once acquired
-	Duration   time.Duration // for succeeded, failed and panicked: how long the job ran
-	Err        error         // the error, for failed, panicked, lease lost, acquire failed, and skips the store answered (locked, claimed, clock skew)
+	Duration   time.Duration // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
+	Remaining  time.Duration // for lease lost: how long the lease had left to its local deadline
+	Err        error         // the error, for failed, panicked, timed out, cancelled, lease lost, acquire failed, and skips the store answered (locked, claimed, clock skew)
 }
 
 // Stats are running totals of what this Scheduler did, since New.
 type Stats struct {
 	Started       uint64 // runs started (lease won)
-	Succeeded     uint64 // runs whose job returned nil
-	Failed        uint64 // runs whose job returned an error (panics included)
+	Succeeded     uint64 // runs whose job returned nil within its timeout
+	Failed        uint64 // runs that did not succeed: errors, Goexit, panics (also in Panicked), timeouts (also in TimedOut)
 	Panicked      uint64 // runs whose job panicked
+	TimedOut      uint64 // runs whose job returned after its timeout
 	LeaseLost     uint64 // runs whose lease was lost or unconfirmed
 	Released      uint64 // leases released after a run
 	SkipLocked    uint64 // occurrences skipped: the job's lease was held
@@ -122,20 +150,21 @@ type Stats struct {
 	SkipClockSkew uint64 // occurrences refused: this replica's clock runs fast
 	SkipShutdown  uint64 // occurrences skipped: shutting down
 	SkipOverrun   uint64 // occurrences skipped: this replica was still acquiring earlier ones
+	SkipRunning   uint64 // occurrences skipped: an earlier run still executed on this replica
 	AcquireFailed uint64 // occurrences not run: the store could not be asked
 }
 
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	kinds   [EventReleased + 1]atomic.Uint64
-	reasons [SkipOverrun + 1]atomic.Uint64
+	kinds   [numEventKinds]atomic.Uint64
+	reasons [numSkipReasons]atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
-	if e.Kind > 0 && int(e.Kind) < len(c.kinds) {
+	if e.Kind > 0 && e.Kind < numEventKinds {
 		c.kinds[e.Kind].Add(1)
 	}
-	if e.Kind == EventSkipped && e.Reason > 0 && int(e.Reason) < len(c.reasons) {
+	if e.Kind == EventSkipped && e.Reason > 0 && e.Reason < numSkipReasons {
 		c.reasons[e.Reason].Add(1)
 	}
 }
@@ -145,9 +174,10 @@ func (c *counters) snapshot() Stats {
 	r := func(reason SkipReason) uint64 { return c.reasons[reason].Load() }
 	return Stats{
 		Started: k(EventStarted), Succeeded: k(EventSucceeded),
-		Failed:   k(EventFailed) + k(EventPanicked), // panics count as failures too
-		Panicked: k(EventPanicked), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
+		Failed:   k(EventFailed) + k(EventPanicked) + k(EventTimedOut),
+		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
-		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), AcquireFailed: k(EventAcquireFailed),
+		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning),
+		AcquireFailed: k(EventAcquireFailed),
 	}
 }

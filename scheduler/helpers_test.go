@@ -134,3 +134,30 @@ func shutdown(t *testing.T, s *Scheduler) {
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx))
 }
+
+// logRecorder keeps every log line as "LEVEL msg".
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecorder) logger() *slog.Logger { return slog.New(&recordingHandler{r: r}) }
+
+// has reports whether a line of level with msg was logged.
+func (r *logRecorder) has(level, msg string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.lines, level+" "+msg)
+}
+
+type recordingHandler struct{ r *logRecorder }
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, rec slog.Record) error {
+	h.r.mu.Lock()
+	h.r.lines = append(h.r.lines, rec.Level.String()+" "+rec.Message)
+	h.r.mu.Unlock()
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }

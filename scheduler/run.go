@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -32,12 +32,38 @@ func RunFromContext(ctx context.Context) (Run, bool) {
 	return r, ok
 }
 
-// run is a won occurrence while its job executes.
+// run is a won occurrence while its job executes. Its fields are set by
+// attempt and execute before the job is called; the heartbeat observer and
+// the cancellation watcher write only the atomics and timeoutCause.
 type run struct {
 	job   *job
 	info  Run
 	lease *lease.Lease
+	log   *slog.Logger
 	done  chan struct{} // closed after the job returned and the lease was released
+
+	began         time.Time
+	stopHeartbeat heartbeat.Stop
+	cancel        context.CancelCauseFunc
+	cancelTimeout context.CancelFunc // nil without WithTimeout
+	unwatch       func()             // ends the cancellation watcher and waits for it
+
+	deadline     atomic.Pointer[time.Time] // the lease's latest local deadline (store clock)
+	unrenewed    atomic.Bool               // the heartbeat stopped renewing: timeout or loss
+	timedOut     atomic.Bool               // the run's timeout passed
+	timeoutCause error                     // set with timedOut, read after unwatch
+}
+
+// event returns an event of kind about r.
+func (r *run) event(kind EventKind, err error) Event {
+	return Event{
+		Kind:       kind,
+		Job:        r.job.name,
+		Occurrence: r.info.Occurrence,
+		Fence:      r.lease.Fence,
+		LeaseID:    r.lease.LogID(),
+		Err:        err,
+	}
 }
 
 // attempt is the guarded acquire of one firing of j, run by an acquire
@@ -47,6 +73,14 @@ func (s *Scheduler) attempt(j *job, f firing) {
 	occ := f.occ
 	if s.base.Err() != nil {
 		s.skip(j, occ, SkipShutdown, nil)
+		return
+	}
+	if cur := j.current.Load(); cur != nil && cur.unrenewed.Load() {
+		// An earlier run still executes here, though its lease is no
+		// longer renewed (timed out or lost): another replica may take
+		// this occurrence, but not this one. (While the earlier run's
+		// lease is renewed, the store answers: locked.)
+		s.skip(j, occ, SkipRunning, nil)
 		return
 	}
 	// The acquire is not cancelled by Shutdown (an abandoned acquire may
@@ -78,18 +112,29 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		lease: l,
 		done:  make(chan struct{}),
 		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner},
+		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
+			slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String())),
 	}
-	log := withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ))
+	r.deadline.Store(&l.Deadline)
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.release(log, r)
-		s.skip(j, occ, SkipShutdown, nil)
+	reason := SkipReason(0)
+	switch {
+	case s.closed:
+		reason = SkipShutdown
+	case !j.current.CompareAndSwap(nil, r):
+		// The earlier run's lease was lost while it still executes here,
+		// before its heartbeat noticed: never two of a job at once.
+		reason = SkipRunning
+	default:
+		s.runs[r] = struct{}{}
+	}
+	s.mu.Unlock()
+	if reason != 0 {
+		s.release(r)
+		s.skip(j, occ, reason, nil)
 		return
 	}
-	s.runs[r] = struct{}{}
-	s.mu.Unlock()
-	go s.execute(r, log)
+	go s.execute(r)
 }
 
 // skip reports an occurrence of j this replica does not run. A fast clock
@@ -104,100 +149,78 @@ func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 	s.emit(Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
 }
 
-// execute runs a won occurrence: heartbeat, call, stop heartbeat, release.
-func (s *Scheduler) execute(r *run, log *slog.Logger) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.runs, r)
-		s.mu.Unlock()
-		close(r.done)
-	}()
-	j, l := r.job, r.lease
-	// The heartbeat adds the lease and fence to its own log lines.
-	hbCtx, stop, err := heartbeat.Start(s.base, s.store, l,
-		heartbeat.WithClock(s.cfg.clock), heartbeat.WithLogger(log))
-	log = log.With(slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String()))
-	ev := Event{Job: j.name, Occurrence: r.info.Occurrence, Fence: l.Fence, LeaseID: l.LogID()}
+// execute runs a won occurrence: heartbeat, call, and, on every way out of
+// the job (return, panic, runtime.Goexit), finish: stop the heartbeat,
+// report the outcome, release the lease.
+func (s *Scheduler) execute(r *run) {
+	end := exit{how: exitGoexit} // until the job returns or panics
+	defer s.finish(r, &end)
+
+	hbCtx, stop, err := heartbeat.Start(s.base, s.store, r.lease,
+		heartbeat.WithLogger(r.log), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
 	if err != nil { // a bug: the TTL was validated
-		log.Error("heartbeat did not start; job not run", slog.Any("error", err))
-		ev.Kind, ev.Err = EventFailed, err
-		s.emit(ev)
-		s.release(log, r)
+		end = exit{how: exitNotStarted, err: err}
 		return
 	}
+	r.stopHeartbeat = stop
 	ctx, cancel := context.WithCancelCause(hbCtx)
-	defer cancel(nil)
-	if j.timeout > 0 {
-		// At the timeout the run is cancelled and its lease no longer
-		// renewed: a job that ignores its context keeps the lease for at
-		// most one more TTL, instead of blocking the job forever.
-		t := s.cfg.clock.AfterFunc(j.timeout, func() {
-			cancel(fmt.Errorf("%w after %s", ErrTimeout, j.timeout))
-			_ = stop()
-		})
-		defer t.Stop()
+	r.cancel = cancel
+	if t := r.job.timeout; t > 0 {
+		// A real deadline, so that drivers bound their I/O by it; the
+		// watcher stops the lease's renewals when it passes.
+		ctx, r.cancelTimeout = context.WithTimeoutCause(ctx, t, fmt.Errorf("%w after %s", ErrTimeout, t))
 	}
-	ctx = fencing.NewContext(ctx, l.Fence)
+	r.unwatch = s.watchCancel(r, ctx)
+	ctx = fencing.NewContext(ctx, r.lease.Fence)
 	ctx = context.WithValue(ctx, runKey{}, r.info)
 
-	ev.Kind = EventStarted
-	s.emit(ev)
-	log.Info("job started")
-	began := s.cfg.clock.Now()
-	err, stack := call(ctx, j.fn)
-	ev.Duration = s.cfg.clock.Since(began)
-	cancel(nil)
-	lost := stop()
+	s.emit(r.event(EventStarted, nil))
+	r.log.Info("job started")
+	r.began = s.cfg.clock.Now()
+	call(ctx, r.job.fn, &end)
+}
 
-	switch {
-	case stack != nil:
-		log.Error("job panicked", slog.Any("error", err), slog.Duration("took", ev.Duration), slog.String("stack", string(stack)))
-		ev.Kind, ev.Err = EventPanicked, err
-	case err != nil:
-		log.Error("job failed", slog.Any("error", err), slog.Duration("took", ev.Duration))
-		ev.Kind, ev.Err = EventFailed, err
-	default:
-		log.Info("job succeeded", slog.Duration("took", ev.Duration))
-		ev.Kind, ev.Err = EventSucceeded, nil
-	}
-	s.emit(ev)
-	if lost != nil {
-		log.Warn("job lease was lost while it ran", slog.Any("cause", lost))
-		ev.Kind, ev.Err, ev.Duration = EventLeaseLost, lost, 0
-		s.emit(ev)
-	}
-	if s.release(log, r) {
-		ev.Kind, ev.Err, ev.Duration = EventReleased, nil, 0
+// observeHeartbeat follows the run's heartbeat: each renewal moves the
+// lease's local deadline, and a loss is reported as it happens.
+func (s *Scheduler) observeHeartbeat(r *run, e heartbeat.Event) {
+	switch e.Kind {
+	case heartbeat.EventExtended:
+		d := e.Deadline
+		r.deadline.Store(&d)
+	case heartbeat.EventLost:
+		r.unrenewed.Store(true)
+		ev := r.event(EventLeaseLost, e.Err)
+		ev.Remaining = e.Remaining
 		s.emit(ev)
 	}
 }
 
-// call calls fn, turning a panic into an error that wraps ErrPanic; stack
-// is the panicking goroutine's stack, for the log.
-func call(ctx context.Context, fn func(context.Context) error) (err error, stack []byte) {
-	defer func() {
-		if v := recover(); v != nil {
-			err, stack = fmt.Errorf("%w: %v", ErrPanic, v), debug.Stack()
+// watchCancel reports a cancellation of the run's context by its timeout
+// or by Shutdown when it happens, while the job may still run. At the
+// timeout it also stops the lease's renewals: a job that ignores its
+// context then holds the lease for at most one more TTL. The returned func
+// ends the watch and waits for a report in progress.
+func (s *Scheduler) watchCancel(r *run, ctx context.Context) func() {
+	reported := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(reported)
+		cause := context.Cause(ctx)
+		switch {
+		case errors.Is(cause, ErrTimeout):
+			r.timeoutCause = cause
+			r.timedOut.Store(true)
+			r.unrenewed.Store(true)
+			_ = r.stopHeartbeat()
+			r.log.Warn("job timed out", slog.Any("cause", cause),
+				slog.String("effect", "context cancelled; lease no longer renewed"))
+			s.emit(r.event(EventCancelled, cause))
+		case errors.Is(cause, ErrShutdown):
+			s.emit(r.event(EventCancelled, cause))
 		}
-	}()
-	return fn(ctx), nil
-}
-
-// release releases the run's lease with a fresh context bounded by
-// min(ttl, MaxCleanup), never with the run's (cancelled) context. It reports
-// whether the lease was released.
-func (s *Scheduler) release(log *slog.Logger, r *run) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
-	defer cancel()
-	err := r.lease.Release(ctx)
-	switch {
-	case err == nil:
-		log.Debug("job lease released")
-		return true
-	case errors.Is(err, lease.ErrNotHeld):
-		log.Debug("job lease was no longer held at release", slog.Any("error", err))
-	default:
-		log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err))
+	})
+	return func() {
+		if !stop() {
+			<-reported
+		}
 	}
-	return false
 }

@@ -166,26 +166,30 @@ func TestScheduler_Run_TimeoutCancelsWithErrTimeout(t *testing.T) {
 
 // A job that ignores its timeout stops being renewed at the timeout: its
 // lease runs out within one TTL (plus the store's expiry tolerance) and the
-// next occurrence runs elsewhere, rather than the job holding it forever.
+// next occurrence runs on the other replica, rather than the job holding it
+// forever. (Its own replica skips it: the stuck run still executes there.)
 func TestScheduler_Run_TimeoutStopsRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		const ttl = 3 * time.Second
 		release := make(chan struct{})
 		var runs atomic.Int32
-		s := newScheduler(t, store)
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
+		b := newScheduler(t, store, WithInstanceID("b"))
 		time.Sleep(500 * time.Millisecond)
-		require.NoError(t, s.Register("stuck", Every(10*time.Second), func(ctx context.Context) error {
-			if runs.Add(1) == 1 {
-				<-release // ignores ctx entirely
-			}
-			return nil
-		}, WithTTL(ttl), WithTimeout(2*time.Second)))
-		require.NoError(t, s.Start())
+		for _, s := range []*Scheduler{a, b} {
+			require.NoError(t, s.Register("stuck", Every(10*time.Second), func(ctx context.Context) error {
+				if runs.Add(1) == 1 {
+					<-release // ignores ctx entirely
+				}
+				return nil
+			}, WithTTL(ttl), WithTimeout(2*time.Second)))
+			require.NoError(t, s.Start())
+		}
 		defer close(release)
-		// The first run starts at 10s and times out at 12s. Renewed at 11s,
-		// its lease expires by 14s (+1s tolerance), long before 20s.
-		time.Sleep(19500 * time.Millisecond)
+		// The first run starts on a at 9.9s and times out at 11.9s. Renewed
+		// at 10.9s, its lease expires by 14.9s (+1s tolerance), long before 20s.
+		time.Sleep(19 * time.Second)
 		synctest.Wait()
 		locked, err := store.IsLocked(t.Context(), "job:stuck")
 		require.NoError(t, err)
@@ -193,6 +197,8 @@ func TestScheduler_Run_TimeoutStopsRenewal(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		assert.Equal(t, int32(2), runs.Load(), "the next occurrence ran while the stuck run still hangs")
+		assert.Equal(t, uint64(1), b.Stats().Started, "on the other replica")
+		assert.Equal(t, uint64(1), a.Stats().SkipRunning)
 	})
 }
 

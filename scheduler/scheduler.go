@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/lease"
 )
@@ -18,10 +19,11 @@ import (
 // that shares its lease store. Build one with New, Register jobs, Start it,
 // and Shutdown it. Its methods are safe for concurrent use.
 type Scheduler struct {
-	store lease.Store
-	cfg   config
-	log   *slog.Logger
-	stats counters
+	store      lease.Store
+	storeClock clockwork.Clock // the clock the store measures lease deadlines on
+	cfg        config
+	log        *slog.Logger
+	stats      counters
 
 	// base is the parent of every run context; Shutdown cancels it with
 	// cause ErrShutdown.
@@ -58,6 +60,9 @@ type job struct {
 	// gocron can fire one scheduled time twice, and the second is dropped
 	// here without a store round trip.
 	lastFired atomic.Int64
+	// current is the run of the job whose function executes on this
+	// replica, or nil.
+	current atomic.Pointer[run]
 
 	mu      sync.Mutex
 	pending pendingState // guarded by mu
@@ -96,6 +101,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 	base, cancel := context.WithCancelCause(context.Background())
 	return &Scheduler{
 		store:      store,
+		storeClock: lease.ClockOf(store),
 		cfg:        cfg,
 		log:        cfg.logger.With(slog.String("instance", cfg.instanceID)),
 		base:       base,

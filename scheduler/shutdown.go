@@ -13,8 +13,7 @@ import (
 //  1. No new runs: firings that have not acquired their lease are skipped,
 //     and gocron stops scheduling. Acquires already sent to the store are
 //     waited for (each is bounded by min(ttl, MaxCleanup)); a lease they win
-//     is released at once. If ctx ends first, Shutdown returns an error
-//     wrapping ErrJobsStillRunning that names the jobs still acquiring.
+//     is released at once.
 //  2. Every running job's context is cancelled with cause ErrShutdown.
 //  3. Shutdown waits for the running jobs until ctx is done. A job that
 //     returns stops its heartbeat and releases its lease (with a fresh
@@ -24,7 +23,8 @@ import (
 //     renewed, until the TTL runs out, so no second run can overlap it; its
 //     goroutine is left running (Go cannot stop it) and releases the lease
 //     if it ever returns. Shutdown then returns an error wrapping
-//     ErrJobsStillRunning and ctx's cause, naming those jobs.
+//     ErrJobsStillRunning and ctx's cause, naming those jobs and the jobs
+//     whose acquire was still in flight.
 //
 // Shutdown is safe to call more than once and before Start; a later call
 // waits again for the jobs still running. After Shutdown, Start and Register
@@ -62,17 +62,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	select {
 	case <-workersDone:
 	case <-ctx.Done():
-		var acquiring []string
-		for _, j := range s.jobsSnapshot() {
-			j.mu.Lock()
-			if j.pending.busy {
-				acquiring = append(acquiring, j.name)
-			}
-			j.mu.Unlock()
-		}
-		s.log.Error("scheduler shut down with lease acquires still in flight; a lease they win is released at once",
-			slog.Any("jobs", acquiring))
-		return fmt.Errorf("%w: acquiring %s: %w", ErrJobsStillRunning, strings.Join(acquiring, ", "), context.Cause(ctx))
+		return s.stillRunning(ctx)
 	}
 
 	s.mu.Lock()
@@ -81,24 +71,12 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		runs = append(runs, r)
 	}
 	s.mu.Unlock()
-	var stuck []string
 	for _, r := range runs {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
+			return s.stillRunning(ctx)
 		}
-		select {
-		case <-r.done:
-		default:
-			stuck = append(stuck, r.job.name)
-		}
-	}
-	if len(stuck) > 0 {
-		slices.Sort(stuck)
-		stuck = slices.Compact(stuck)
-		s.log.Error("scheduler shut down with jobs still running; they keep their leases until the TTL",
-			slog.Any("jobs", stuck))
-		return fmt.Errorf("%w: %s: %w", ErrJobsStillRunning, strings.Join(stuck, ", "), context.Cause(ctx))
 	}
 	if gocronErr != nil {
 		return gocronErr
@@ -107,6 +85,36 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.log.Info("scheduler shut down")
 	}
 	return nil
+}
+
+// stillRunning is Shutdown's error when ctx ended first: it names every
+// job still running on this replica and every job whose acquire is still
+// in flight (marked "(acquiring)"), and wraps ErrJobsStillRunning and
+// ctx's cause.
+func (s *Scheduler) stillRunning(ctx context.Context) error {
+	var running, acquiring []string
+	s.mu.Lock()
+	for r := range s.runs {
+		running = append(running, r.job.name)
+	}
+	s.mu.Unlock()
+	for _, j := range s.jobsSnapshot() {
+		j.mu.Lock()
+		if j.pending.busy {
+			acquiring = append(acquiring, j.name)
+		}
+		j.mu.Unlock()
+	}
+	slices.Sort(running)
+	running = slices.Compact(running)
+	slices.Sort(acquiring)
+	names := slices.Clone(running)
+	for _, n := range acquiring {
+		names = append(names, n+" (acquiring)")
+	}
+	s.log.Error("scheduler shut down with jobs still running; they keep their leases until the TTL, and a lease an acquire still wins is released at once",
+		slog.Any("running", running), slog.Any("acquiring", acquiring))
+	return fmt.Errorf("%w: %s: %w", ErrJobsStillRunning, strings.Join(names, ", "), context.Cause(ctx))
 }
 
 func (s *Scheduler) jobsSnapshot() []*job {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/lease"
 )
 
 // Shutdown mid-run cancels the job's context with ErrShutdown; once the job
@@ -81,15 +84,15 @@ func TestScheduler_Shutdown_StuckJobKeepsLeaseUntilTTL(t *testing.T) {
 			require.NoError(t, s.Register("stubborn", Every(time.Second), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
 		}
-		<-started                   // a runs occurrence 1s from 0.9s
-		time.Sleep(2 * time.Second) // heartbeats renew at 1.9s and 2.9s (ttl/3)
+		<-started                          // a runs occurrence 1s from 0.9s
+		time.Sleep(2500 * time.Millisecond) // heartbeats renew at 1.9s and 2.9s (ttl/3)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		err := a.Shutdown(ctx) // at 2.9s
+		err := a.Shutdown(ctx) // at 3.4s
 		cancel()
 		require.ErrorIs(t, err, ErrJobsStillRunning)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.ErrorContains(t, err, "stubborn")
-		shutAt := time.Now() // 3.4s; the last renewal (2.9s) set expiry 5.9s
+		shutAt := time.Now() // 3.9s; the last renewal (2.9s) set expiry 5.9s
 
 		locked, err := store.IsLocked(t.Context(), "job:stubborn")
 		require.NoError(t, err)
@@ -108,4 +111,54 @@ func TestScheduler_Shutdown_StuckJobKeepsLeaseUntilTTL(t *testing.T) {
 		close(unblock)
 		require.NoError(t, a.Shutdown(t.Context()), "a second Shutdown waits for the job that was still running")
 	})
+}
+
+// When Shutdown's context ends while one job's acquire is still in flight
+// and another job runs on, ignoring its context, the error names both.
+func TestScheduler_Shutdown_NamesAcquiringAndRunningJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		mem := newMemoryStore(t, nil)
+		store := &gatedStore{Store: mem, key: "job:slowacquire", gate: gate}
+		unblock := make(chan struct{})
+		started := make(chan struct{})
+		s := newScheduler(t, store)
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Register("stuckjob", Every(time.Second), func(context.Context) error {
+			close(started)
+			<-unblock // ignores its context
+			return nil
+		}))
+		require.NoError(t, s.Register("slowacquire", Every(time.Second), func(context.Context) error { return nil }))
+		require.NoError(t, s.Start())
+		<-started
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		err := s.Shutdown(ctx)
+		cancel()
+		require.ErrorIs(t, err, ErrJobsStillRunning)
+		assert.ErrorContains(t, err, "stuckjob", "the running job is named")
+		assert.ErrorContains(t, err, "slowacquire", "the acquiring job is named")
+		close(gate)
+		close(unblock)
+		require.NoError(t, s.Shutdown(t.Context()))
+	})
+}
+
+// gatedStore holds every Acquire of key until gate is closed (or the
+// acquire's context ends).
+type gatedStore struct {
+	lease.Store
+	key  string
+	gate chan struct{}
+}
+
+func (g *gatedStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	if key == g.key {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", lease.ErrTimeout, ctx.Err())
+		}
+	}
+	return g.Store.Acquire(ctx, key, ttl, opts...)
 }

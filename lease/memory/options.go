@@ -24,3 +24,8 @@ func WithClock(c clockwork.Clock) Option {
 		return nil
 	}
 }
+
+// Clock returns the store's clock (WithClock; default the real clock), on
+// which it measures expiry and Lease.Deadline. It makes the Store a
+// lease.ClockedStore.
+func (s *Store) Clock() clockwork.Clock { return s.clock }

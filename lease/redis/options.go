@@ -111,3 +111,7 @@ func resolve(opts []Option) (config, error) {
 	}
 	return c, nil
 }
+
+// Clock returns the clock the Store measures Lease.Deadline on (WithClock;
+// default the real clock). It makes the Store a lease.ClockedStore.
+func (s *Store) Clock() clockwork.Clock { return s.clock }

@@ -1,0 +1,152 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/retry"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// exitHow is how a job function ended.
+type exitHow int
+
+const (
+	exitGoexit     exitHow = iota // neither returned nor panicked: runtime.Goexit
+	exitReturned                  // returned (err may be nil)
+	exitPanicked                  // panicked (err wraps ErrPanic)
+	exitNotStarted                // never called: the heartbeat did not start
+)
+
+// exit is how a run ended, filled in by call.
+type exit struct {
+	how   exitHow
+	err   error
+	stack []byte // for a panic, the panicking goroutine's stack
+}
+
+// call calls fn and records how it ended in end. If fn calls
+// runtime.Goexit, call does not return, end keeps exitGoexit, and the
+// caller's deferred finish still runs.
+func call(ctx context.Context, fn func(context.Context) error, end *exit) {
+	defer func() {
+		if v := recover(); v != nil {
+			*end = exit{how: exitPanicked, err: fmt.Errorf("%w: %v", ErrPanic, v), stack: debug.Stack()}
+		}
+	}()
+	err := fn(ctx)
+	*end = exit{how: exitReturned, err: err}
+}
+
+// finish ends a run however its job ended: it stops the heartbeat,
+// reports the outcome and releases the lease; from its start, the job may
+// run again on this replica. execute defers it, so it runs on
+// runtime.Goexit too.
+func (s *Scheduler) finish(r *run, end *exit) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.runs, r)
+		s.mu.Unlock()
+		close(r.done)
+	}()
+	// The job function is no longer executing: the job may run here again.
+	r.job.current.CompareAndSwap(r, nil)
+	if end.how == exitNotStarted {
+		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
+		s.emit(r.event(EventFailed, end.err))
+		s.release(r)
+		return
+	}
+	took := s.cfg.clock.Since(r.began)
+	r.cancel(nil)
+	r.unwatch() // a timeout or shutdown report in progress is out
+	lost := r.stopHeartbeat()
+	if r.cancelTimeout != nil {
+		r.cancelTimeout()
+	}
+
+	ev := s.outcome(r, end, took)
+	ev.Duration = took
+	s.emit(ev)
+	s.reportOutlived(r, lost)
+	if s.release(r) {
+		s.emit(r.event(EventReleased, nil))
+	}
+}
+
+// outcome logs how the run ended and returns its end event.
+func (s *Scheduler) outcome(r *run, end *exit, took time.Duration) Event {
+	tookAttr := slog.Duration("took", took)
+	switch {
+	case end.how == exitPanicked:
+		r.log.Error("job panicked", slog.Any("error", end.err), tookAttr, slog.String("stack", string(end.stack)))
+		return r.event(EventPanicked, end.err)
+	case end.how == exitGoexit:
+		r.log.Error("job ended with runtime.Goexit", tookAttr)
+		return r.event(EventFailed, ErrGoexit)
+	case r.timedOut.Load():
+		err := r.timeoutCause
+		if end.err != nil {
+			err = fmt.Errorf("%w: %w", err, end.err)
+		}
+		r.log.Error("job ended after its timeout", slog.Any("error", err), tookAttr)
+		return r.event(EventTimedOut, err)
+	case end.err != nil:
+		r.log.Error("job failed", slog.Any("error", end.err), tookAttr)
+		return r.event(EventFailed, end.err)
+	}
+	r.log.Info("job succeeded", tookAttr)
+	return r.event(EventSucceeded, nil)
+}
+
+// reportOutlived warns when the job returned after its lease could no
+// longer be trusted: lost (cause from the heartbeat), or past its local
+// deadline because renewals had stopped (a timeout). Another replica may
+// have run the job meanwhile; only fenced writes are safe from such a run.
+func (s *Scheduler) reportOutlived(r *run, lost error) {
+	by := s.storeClock.Since(*r.deadline.Load())
+	if by <= 0 && !errors.Is(lost, heartbeat.ErrLeaseLost) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("effect", "another replica may have run the job meanwhile; only fenced writes are safe")}
+	if by > 0 {
+		attrs = append(attrs, slog.Duration("past_deadline", by))
+	}
+	if lost != nil {
+		attrs = append(attrs, slog.Any("cause", lost))
+	}
+	r.log.LogAttrs(context.Background(), slog.LevelWarn, "run outlived its lease", attrs...)
+}
+
+// release releases the run's lease with a fresh context bounded by
+// min(ttl, MaxCleanup), never with the run's (cancelled) context, retrying
+// transient errors (a connection reset by a Redis restart, say) within
+// that bound. It reports whether the lease was released: by this call, or
+// by an earlier attempt of it whose reply was lost (the lease is then not
+// found, where a lease that expired would say so).
+func (s *Scheduler) release(r *run) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	defer cancel()
+	attempts, err := retry.Do(ctx, r.lease.Release, func(err error, wait time.Duration) {
+		r.log.Debug("job lease release failed; retrying", slog.Any("error", err), slog.Duration("retry_in", wait))
+	})
+	var nh *lease.NotHeldError
+	switch {
+	case err == nil:
+		r.log.Debug("job lease released", slog.Int("attempts", attempts))
+		return true
+	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
+		r.log.Debug("job lease released by an earlier attempt whose reply was lost", slog.Int("attempts", attempts))
+		return true
+	case errors.Is(err, lease.ErrNotHeld):
+		r.log.Debug("job lease was no longer held at release", slog.Any("error", err))
+	default:
+		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("attempts", attempts))
+	}
+	return false
+}
