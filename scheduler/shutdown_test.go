@@ -84,7 +84,7 @@ func TestScheduler_Shutdown_StuckJobKeepsLeaseUntilTTL(t *testing.T) {
 			require.NoError(t, s.Register("stubborn", Every(time.Second), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
 		}
-		<-started                          // a runs occurrence 1s from 0.9s
+		<-started                           // a runs occurrence 1s from 0.9s
 		time.Sleep(2500 * time.Millisecond) // heartbeats renew at 1.9s and 2.9s (ttl/3)
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		err := a.Shutdown(ctx) // at 3.4s
