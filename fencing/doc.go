@@ -84,16 +84,15 @@
 //		occurrence BIGINT CHECK (occurrence > 0)
 //	);
 //
-// # What is not covered
+// # Limits
 //
 // What fencing does not cover: anything outside the database transaction.
 // An email sent, a payment API called or a file written by a stale holder
 // cannot be rolled back; such side effects need an idempotency key (for
 // example the job name and occurrence) checked by the receiving system.
 // Fencing also only holds while token order holds: if the lease store loses
-// its fence counter and cannot resume above every earlier token (the lease
-// store's clock-derived floor covers a wiped counter unless its clock went
-// back), new tokens can repeat old ones. And AdvanceOnce fences the
+// its fence counter and new tokens do not resume above every earlier one,
+// they can repeat old ones and pass as current. And AdvanceOnce fences the
 // occurrences of one resource in order: an occurrence earlier than the
 // recorded one is refused even if it was never written, so runs of one
 // job must write in occurrence order (a catch-up that runs a missed

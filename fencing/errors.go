@@ -16,13 +16,13 @@ var (
 	// is no longer the owner: roll the transaction back and stop.
 	ErrStale = errors.New("fencing: stale token")
 	// ErrDuplicate: AdvanceOnce found this occurrence, or a later one,
-	// already written for the resource by another run (another token). The
-	// occurrence's effect is committed already: roll the transaction back
-	// and do not retry.
+	// already written for the resource by another run. The occurrence's
+	// effect is committed already (or the resource has moved past it):
+	// roll the transaction back and do not retry.
 	ErrDuplicate = errors.New("fencing: duplicate occurrence")
-	// ErrInvalidArgument: a table name, dialect, resource, token or other
-	// argument (occurrence included) broke a rule; the message names the rule. No statement was
-	// sent to the database.
+	// ErrInvalidArgument: a table name, dialect, resource, token,
+	// occurrence or other argument broke a rule; the message names the
+	// rule. No statement was sent to the database.
 	ErrInvalidArgument = errors.New("fencing: invalid argument")
 	// ErrNoToken: AdvanceFromContext was given a context that carries no
 	// fencing token (see NewContext). No statement was sent.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -182,4 +183,65 @@ func runAdvanceOnce(db *sql.DB, table *fencing.Table, token fencing.Token) error
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
+}
+
+// TestTable_AdvanceOnce_RefusedRunHoldsTheLock checks what the read after
+// a refusal relies on: a refused AdvanceOnce still holds the fence row
+// (PostgreSQL) or the database write lock (SQLite, even in a deferred
+// transaction) until its transaction ends, so no writer can change the row
+// between the refusal and the read. The other writer is told not to wait
+// (lock_timeout, busy_timeout 0), so a wait shows as an error.
+func TestTable_AdvanceOnce_RefusedRunHoldsTheLock(t *testing.T) {
+	type setup struct {
+		db    *sql.DB        // runs the refused transaction
+		other fencing.Execer // a writer that does not wait for locks
+	}
+	cases := []struct {
+		dialect fencing.Dialect
+		busy    string // what the other writer is told
+		open    func(t *testing.T) setup
+	}{
+		{fencing.Postgres, "lock timeout", func(t *testing.T) setup {
+			db := openPostgres(t)
+			conn, err := db.Conn(t.Context())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = conn.Close() })
+			_, err = conn.ExecContext(t.Context(), "SET lock_timeout = '100ms'")
+			require.NoError(t, err)
+			return setup{db: db, other: conn}
+		}},
+		{fencing.SQLite, "database is locked", func(t *testing.T) setup {
+			path := filepath.Join(t.TempDir(), "fences.db")
+			open := func(dsn string) *sql.DB {
+				db, err := sql.Open("sqlite", "file:"+path+"?"+dsn)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = db.Close() })
+				require.NoError(t, db.PingContext(t.Context()))
+				return db
+			}
+			// Deferred transactions: the lock comes from the refused
+			// statement itself, not from BEGIN IMMEDIATE.
+			db := open("_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+			return setup{db: db, other: open("_pragma=busy_timeout(0)")}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.dialect.String(), func(t *testing.T) {
+			ctx := t.Context()
+			s := c.open(t)
+			table := mustNewTable(t, "fences", c.dialect)
+			require.NoError(t, table.Create(ctx, s.db))
+			require.NoError(t, table.AdvanceOnce(ctx, s.db, "report", 5, occ))
+
+			tx, err := s.db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			require.ErrorIs(t, table.AdvanceOnce(ctx, tx, "report", 7, occ), fencing.ErrDuplicate)
+			err = table.Advance(ctx, s.other, "report", 9)
+			require.Error(t, err, "the refused transaction must still hold the lock")
+			assert.Contains(t, err.Error(), c.busy)
+			require.NoError(t, tx.Rollback())
+
+			require.NoError(t, table.Advance(ctx, s.other, "report", 9), "the lock ends with the transaction")
+		})
+	}
 }

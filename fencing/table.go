@@ -40,7 +40,6 @@ type Execer interface {
 // Table holds only its statement texts and is safe for concurrent use.
 type Table struct {
 	name    string
-	quoted  string // name, quoted part by part
 	dialect Dialect
 	advance string // the upsert, with two placeholders: resource, token
 	// advanceOnce is the occurrence upsert, with three placeholders:
@@ -67,7 +66,6 @@ func NewTable(name string, dialect Dialect) (*Table, error) {
 	}
 	return &Table{
 		name:    name,
-		quoted:  quoted,
 		dialect: dialect,
 		// The alias keeps the WHERE clause valid for schema-qualified
 		// names in both dialects. Zero rows affected means the row exists
