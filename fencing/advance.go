@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // defaultTable is DefaultTableName in PostgreSQL.
@@ -32,8 +33,26 @@ func AdvanceFromContext(ctx context.Context, tx Execer, resource string) error {
 	return defaultTable.AdvanceFromContext(ctx, tx, resource)
 }
 
+// AdvanceOnce records token and occurrence for resource in the PostgreSQL
+// table DefaultTableName, inside the caller's transaction tx. It returns an
+// error wrapping ErrStale if a greater token was already recorded, and one
+// wrapping ErrDuplicate if another run already wrote this occurrence or a
+// later one. It is Table.AdvanceOnce on the default table, which documents
+// the rule.
+func AdvanceOnce(ctx context.Context, tx Querier, resource string, token Token, occurrence time.Time) error {
+	return defaultTable.AdvanceOnce(ctx, tx, resource, token, occurrence)
+}
+
+// AdvanceOnceFromContext is AdvanceOnce with the token and the occurrence
+// carried by ctx. It returns ErrNoToken or ErrNoOccurrence when ctx lacks
+// one.
+func AdvanceOnceFromContext(ctx context.Context, tx Querier, resource string) error {
+	return defaultTable.AdvanceOnceFromContext(ctx, tx, resource)
+}
+
 // CreateTable creates the PostgreSQL table DefaultTableName if it does not
-// exist. It is Table.Create on the default table.
+// exist, and adds the occurrence column to one made without it. It is
+// Table.Create on the default table.
 func CreateTable(ctx context.Context, db Execer) error {
 	return defaultTable.Create(ctx, db)
 }

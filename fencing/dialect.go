@@ -6,9 +6,10 @@ import (
 )
 
 // Dialect is the SQL dialect of the database that keeps the fence table.
-// The dialects differ only in their placeholders ($1 for PostgreSQL, ? for
-// SQLite); both need INSERT ... ON CONFLICT ... DO UPDATE ... WHERE
-// (PostgreSQL 9.5+, SQLite 3.24+).
+// The dialects differ in their placeholders ($1 for PostgreSQL, ? for
+// SQLite) and in how a missing column is added (see Table.Migrate); both
+// need INSERT ... ON CONFLICT ... DO UPDATE ... WHERE (PostgreSQL 9.5+,
+// SQLite 3.24+).
 type Dialect int
 
 // The supported dialects. The zero Dialect is not one of them.
@@ -31,16 +32,20 @@ func (d Dialect) String() string {
 	}
 }
 
-// placeholders returns the dialect's two positional parameters.
-func (d Dialect) placeholders() (string, string, error) {
-	switch d {
-	case Postgres:
-		return "$1", "$2", nil
-	case SQLite:
-		return "?", "?", nil
-	default:
-		return "", "", invalid("unknown dialect %s: use fencing.Postgres or fencing.SQLite", d)
+// placeholders returns the dialect's first n positional parameters.
+func (d Dialect) placeholders(n int) ([]string, error) {
+	if d != Postgres && d != SQLite {
+		return nil, invalid("unknown dialect %s: use fencing.Postgres or fencing.SQLite", d)
 	}
+	ps := make([]string, n)
+	for i := range ps {
+		if d == Postgres {
+			ps[i] = fmt.Sprintf("$%d", i+1)
+		} else {
+			ps[i] = "?"
+		}
+	}
+	return ps, nil
 }
 
 // MaxIdentifierBytes is the longest table or schema name accepted, in bytes:

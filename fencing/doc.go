@@ -38,11 +38,63 @@
 // (modernc.org/sqlite: "_txlock=immediate&_pragma=busy_timeout(5000)"), or
 // concurrent writers fail with SQLITE_BUSY instead of taking turns.
 //
+// # One effect per occurrence
+//
+// A token orders lease holders; it does not say which occurrence of a job a
+// holder is running. If the lease store loses its round records (Redis
+// data loss), one occurrence can run twice, on two replicas with two
+// tokens, the second greater: Advance lets both commit. AdvanceOnce also
+// records the occurrence (the run's scheduled time, in Unix milliseconds)
+// and refuses, with ErrDuplicate, a run whose occurrence is at or before
+// the recorded one unless it is the run that recorded it (same token, same
+// occurrence). A token below the recorded one is still ErrStale. The
+// scheduler puts each run's occurrence into its context next to the token
+// (NewOccurrenceContext), so a job calls
+//
+//	if err := fences.AdvanceOnceFromContext(ctx, tx, "billing:invoices"); err != nil {
+//		return err // ErrDuplicate: this occurrence's effect is already committed
+//	}
+//
+// Use one resource per job, written only with AdvanceOnce: Advance on the
+// same resource moves the token and leaves the occurrence, which defeats
+// the duplicate check (see Table.AdvanceOnce). Rows that have no
+// occurrence (written by Advance, or from before the migration) count as
+// earlier than every occurrence.
+//
+// # Migration
+//
+// The occurrence column is new. Create and CreateTable make tables with it
+// and add it to tables made without it, so services that create the table
+// on start need nothing else; Table.Migrate adds the column alone. Advance
+// works on tables with or without it; AdvanceOnce on a table without it
+// fails with ErrNotMigrated. For those who run their own migrations, the
+// SQL for the default table is, in PostgreSQL
+//
+//	ALTER TABLE cronguard_fences ADD COLUMN IF NOT EXISTS occurrence BIGINT CHECK (occurrence > 0);
+//
+// and in SQLite (which has no IF NOT EXISTS here: run it once)
+//
+//	ALTER TABLE cronguard_fences ADD COLUMN occurrence BIGINT CHECK (occurrence > 0);
+//
+// Existing rows keep their tokens and get a NULL occurrence. A new table is
+//
+//	CREATE TABLE cronguard_fences (
+//		resource   TEXT NOT NULL PRIMARY KEY,
+//		token      BIGINT NOT NULL CHECK (token > 0),
+//		occurrence BIGINT CHECK (occurrence > 0)
+//	);
+//
+// # Limits
+//
 // What fencing does not cover: anything outside the database transaction.
 // An email sent, a payment API called or a file written by a stale holder
 // cannot be rolled back; such side effects need an idempotency key (for
 // example the job name and occurrence) checked by the receiving system.
 // Fencing also only holds while token order holds: if the lease store loses
-// its fence counter (a Redis failover without persistence), new tokens can
-// repeat old ones.
+// its fence counter and new tokens do not resume above every earlier one,
+// they can repeat old ones and pass as current. And AdvanceOnce fences the
+// occurrences of one resource in order: an occurrence earlier than the
+// recorded one is refused even if it was never written, so runs of one
+// job must write in occurrence order (a catch-up that runs a missed
+// occurrence after a later one has written is refused with ErrDuplicate).
 package fencing

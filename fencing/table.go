@@ -27,19 +27,27 @@ type Execer interface {
 }
 
 // Table is a fence table: one row per resource holding the greatest token
-// recorded for it. Its columns are
+// recorded for it and, for rows written by AdvanceOnce, the occurrence of
+// that write. Its columns are
 //
-//	resource TEXT NOT NULL PRIMARY KEY
-//	token    BIGINT NOT NULL CHECK (token > 0)
+//	resource   TEXT NOT NULL PRIMARY KEY
+//	token      BIGINT NOT NULL CHECK (token > 0)
+//	occurrence BIGINT CHECK (occurrence > 0)  -- Unix milliseconds; NULL if never set
 //
 // Create makes it; a migration of your own with the same columns works as
-// well. A Table holds only its prepared statement text and is safe for
-// concurrent use.
+// well. Tables made before the occurrence column existed keep working for
+// Advance; Migrate (or Create) adds the column that AdvanceOnce needs. A
+// Table holds only its statement texts and is safe for concurrent use.
 type Table struct {
 	name    string
 	dialect Dialect
 	advance string // the upsert, with two placeholders: resource, token
-	create  string
+	// advanceOnce is the occurrence upsert, with three placeholders:
+	// resource, token, occurrence.
+	advanceOnce string
+	readFence   string // the row's token and occurrence; one placeholder: resource
+	create      string
+	migrate     string // adds the occurrence column (see Migrate)
 }
 
 // NewTable returns the fence table called name in a database of the given
@@ -52,7 +60,7 @@ func NewTable(name string, dialect Dialect) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	p1, p2, err := dialect.placeholders()
+	p, err := dialect.placeholders(3)
 	if err != nil {
 		return nil, err
 	}
@@ -62,12 +70,16 @@ func NewTable(name string, dialect Dialect) (*Table, error) {
 		// The alias keeps the WHERE clause valid for schema-qualified
 		// names in both dialects. Zero rows affected means the row exists
 		// with a greater token: the DO UPDATE's condition was false.
-		advance: "INSERT INTO " + quoted + " AS fence (resource, token) VALUES (" + p1 + ", " + p2 + ")" +
+		advance: "INSERT INTO " + quoted + " AS fence (resource, token) VALUES (" + p[0] + ", " + p[1] + ")" +
 			" ON CONFLICT (resource) DO UPDATE SET token = excluded.token" +
 			" WHERE fence.token <= excluded.token",
+		advanceOnce: advanceOnceStatement(quoted, p),
+		readFence:   "SELECT token, occurrence FROM " + quoted + " WHERE resource = " + p[0],
 		create: "CREATE TABLE IF NOT EXISTS " + quoted + " (" +
 			"resource TEXT NOT NULL PRIMARY KEY, " +
-			"token BIGINT NOT NULL CHECK (token > 0))",
+			"token BIGINT NOT NULL CHECK (token > 0), " +
+			occurrenceColumn + ")",
+		migrate: migrateStatement(quoted, dialect),
 	}, nil
 }
 
@@ -78,8 +90,10 @@ func (t *Table) Name() string { return t.name }
 func (t *Table) Dialect() Dialect { return t.dialect }
 
 // Create creates the table if it does not exist (CREATE TABLE IF NOT
-// EXISTS); an existing table is left as it is. A schema in the name must
-// already exist.
+// EXISTS), then runs Migrate, so that a table made before the occurrence
+// column existed gains it; rows are never changed. A schema in the name
+// must already exist. Create is idempotent and cheap when there is nothing
+// to do, so a service can run it on every start.
 func (t *Table) Create(ctx context.Context, db Execer) error {
 	if err := t.check(db); err != nil {
 		return err
@@ -87,7 +101,7 @@ func (t *Table) Create(ctx context.Context, db Execer) error {
 	if _, err := db.ExecContext(ctx, t.create); err != nil {
 		return fmt.Errorf("fencing: create table %s: %w", t.name, err)
 	}
-	return nil
+	return t.Migrate(ctx, db)
 }
 
 // Advance records token for resource in one statement run on tx, and
@@ -108,6 +122,11 @@ func (t *Table) Create(ctx context.Context, db Execer) error {
 // NUL bytes, at most MaxResourceBytes long; otherwise Advance returns
 // ErrInvalidArgument without touching the database. Resources are compared
 // byte for byte.
+//
+// Advance writes only the token: a new row gets a NULL occurrence, an
+// existing one keeps its occurrence. It works on tables with or without
+// the occurrence column. For a resource fenced per occurrence use
+// AdvanceOnce alone (its documentation says why).
 func (t *Table) Advance(ctx context.Context, tx Execer, resource string, token Token) error {
 	if err := t.check(tx); err != nil {
 		return err
