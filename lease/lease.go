@@ -14,10 +14,12 @@ import (
 // with the same semantics.
 type Store interface {
 	// Acquire makes a single attempt to take the lease on key for ttl.
-	// It returns a *LockedError (ErrLocked) when another lease holds key,
-	// ErrRoundClaimed when WithRound names a round that is not newer than the
-	// last one recorded for key, and ErrClockSkew when a time round is too
-	// far ahead of the server's clock.
+	// It returns ErrRoundClaimed when WithRound names a round that is not
+	// newer than the last one recorded for key (whether or not key is held),
+	// a *LockedError (ErrLocked) when another lease holds key, and
+	// ErrClockSkew when a time round is too far ahead of the server's clock,
+	// checked in that order. A successful acquire with a round reports the
+	// round recorded before it (Lease.PrevRound).
 	Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lease, error)
 
 	// Extend sets the expiry of the lease with this ID to server-now + ttl
@@ -59,6 +61,14 @@ type Lease struct {
 	// AcquiredAt and ExpiresAt are server times, for display only: never
 	// compare them with the local clock.
 	AcquiredAt, ExpiresAt time.Time
+	// Round is the round this acquire claimed (WithRound, WithRoundTime), or
+	// 0 when it claimed none.
+	Round int64
+	// PrevRound is the round recorded for Key just before this acquire
+	// claimed Round: the last round claimed before it, or 0 when there was
+	// none (the first claim) or the acquire claimed no round. Every round
+	// strictly between PrevRound and Round was claimed by no one.
+	PrevRound int64
 	// Deadline is the local time, on the Store's clock, up to which the
 	// lease can be trusted: the moment the acquire request was sent, plus
 	// TTL, minus Drift(TTL). It carries a monotonic reading when the clock

@@ -35,9 +35,10 @@ type Proxy struct {
 	// Addr is the host:port on 127.0.0.1 that clients connect to.
 	Addr string
 
-	target  string
-	ln      net.Listener
-	latency atomic.Int64 // time.Duration applied to each chunk
+	target      string
+	ln          net.Listener
+	latency     atomic.Int64 // time.Duration applied to each chunk
+	loseReplies atomic.Int64 // replies still to lose (LoseNextReplies)
 
 	mu     sync.Mutex
 	mode   proxyMode
@@ -126,11 +127,22 @@ func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
 
+// LoseNextReplies makes the next n chunks the server sends be lost with
+// their connections: each is dropped and its connection closed, so the
+// client sees EOF or a reset after the server has run its request. It
+// reproduces a reply lost to a broken connection, the case where a client
+// cannot know whether its command took effect. n <= 0 cancels it; Restore
+// clears it too.
+func (p *Proxy) LoseNextReplies(n int) {
+	p.loseReplies.Store(int64(max(n, 0)))
+}
+
 // Restore ends Cut, Blackhole and SetLatency: new connections are forwarded
 // normally again. Connections that were open during a Blackhole are closed
 // (their streams lost bytes); clients must reconnect.
 func (p *Proxy) Restore() {
 	p.latency.Store(0)
+	p.loseReplies.Store(0)
 	p.mu.Lock()
 	p.mode = modeForward
 	var stale []*proxyLink
@@ -262,8 +274,24 @@ func (p *Proxy) deliver(l *proxyLink, dst net.Conn, chunk []byte) bool {
 	if l.blackholed.Load() {
 		return true // dropped
 	}
+	if dst == l.client && p.takeLostReply() {
+		return false // dropped, and the link closed: the reply is lost
+	}
 	_, err := dst.Write(chunk)
 	return err == nil
+}
+
+// takeLostReply reports whether a reply is to be lost, counting it.
+func (p *Proxy) takeLostReply() bool {
+	for {
+		n := p.loseReplies.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.loseReplies.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // forget closes l and removes it from the live set.

@@ -15,23 +15,44 @@
 -- ARGV[7] max skew in ms, 0 for none
 --
 -- Returns
---   {1, fence, expiresAtMs, acquiredAtMs}  acquired
---   {0, remainingMs}                       a live lease holds the key; ms until it
---                                          can be taken (expiresAt + tolerance - now, >= 1)
+--   {1, fence, expiresAtMs, acquiredAtMs, prevRound}  acquired; prevRound is
+--                                          the round recorded before this
+--                                          acquire (0: none, or no round given)
+--   {0, remainingMs}                       a live lease holds the key and the round
+--                                          (if any) is newer than the recorded one;
+--                                          ms until it can be taken
+--                                          (expiresAt + tolerance - now, >= 1)
 --   {-3}                                   round not newer than the recorded one
+--                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
---   {-9}                                   the data key holds an unreadable record
+--   {-9}                                   unreadable record or round
+--
+-- Order of checks: a claimed round first (the definitive answer: that
+-- occurrence ran or runs), then a live lease (held by an earlier round: an
+-- overlap), then the skew bound. The round is read only when one is given.
 --
 -- The record is {"lockId":"<id>","expiresAtMs":<%13d>,"acquiredAtMs":<%13d>,
--- "fence":"<%015d>",<tail>: the ID at bytes 12-33 and the expiry at bytes
--- 50-62 (space-padded, still JSON), so other scripts read both with
--- string.sub, no JSON decoding. Liveness: expiresAtMs > now - 1000 (tolerance).
--- The data key's PX ends with liveness, so a record that exists is live (to
--- the millisecond); the acquire still checks expiresAtMs, which costs
--- nothing on the path that finds no record.
+-- "fence":"<%015d>","round":<n>,"prev":<n>,<tail>: the ID at bytes 12-33
+-- and the expiry at bytes 50-62 (space-padded, still JSON), so other
+-- scripts read both with string.sub, no JSON decoding. round and prev let
+-- rollback.lua give a round back. Liveness: expiresAtMs > now - 1000
+-- (tolerance). The data key's PX ends with liveness, so a record that
+-- exists is live (to the millisecond); the acquire still checks
+-- expiresAtMs, which costs nothing on the path that finds no record.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+local round = tonumber(ARGV[6])
+local prev = 0
+if round > 0 then
+  local last = redis.call('GET', KEYS[4])
+  if last then
+    prev = tonumber(last)
+    if not prev then return {-9} end
+    if prev >= round then return {-3} end
+  end
+end
 
 local cur = redis.call('GET', KEYS[1])
 if cur then
@@ -40,27 +61,19 @@ if cur then
     return {-9}
   end
   if exp > now - TOLERANCE_MS then
-    local rem = exp + TOLERANCE_MS - now
-    return {0, rem}
+    return {0, exp + TOLERANCE_MS - now}
   end
 end
 
-local round = tonumber(ARGV[6])
 if round > 0 then
-  local last = redis.call('GET', KEYS[4])
-  if last then
-    local n = tonumber(last)
-    if not n then return {-9} end
-    if n >= round then return {-3} end
-  end
   local skew = tonumber(ARGV[7])
   if skew > 0 and round > now + skew then return {-4} end
 end
 
 local fence = redis.call('INCR', KEYS[3])
 local exp = now + tonumber(ARGV[2])
-redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d",%s',
-  ARGV[1], exp, now, fence, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","round":%d,"prev":%d,%s',
+  ARGV[1], exp, now, fence, round, prev, ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
 if round > 0 then redis.call('SET', KEYS[4], ARGV[6]) end
-return {1, fence, exp, now}
+return {1, fence, exp, now, prev}

@@ -29,6 +29,12 @@ var ExtendLease string
 //go:embed release_lease.lua
 var ReleaseLease string
 
+// Rollback undoes an acquire whose outcome was unknown: releases the lease
+// and gives its round back; see rollback.lua.
+//
+//go:embed rollback.lua
+var Rollback string
+
 // Lookup reads the live lease on a key; see lookup.lua.
 //
 //go:embed lookup.lua
@@ -58,6 +64,7 @@ func All() map[string]string {
 		"release.lua":       Release,
 		"extend_lease.lua":  ExtendLease,
 		"release_lease.lua": ReleaseLease,
+		"rollback.lua":      Rollback,
 		"lookup.lua":        Lookup,
 		"lookup_id.lua":     LookupID,
 		"islocked.lua":      IsLocked,

@@ -39,7 +39,7 @@ func TestToleranceMs_MatchesLease(t *testing.T) {
 
 func TestAll_Scripts_NeverTouchFenceOrRoundExceptAcquire(t *testing.T) {
 	for name, src := range All() {
-		if name == "acquire.lua" {
+		if name == "acquire.lua" || name == "rollback.lua" {
 			continue
 		}
 		assert.NotContains(t, src, "KEYS[3]", name)
@@ -52,7 +52,7 @@ func TestAll_Scripts_NeverTouchFenceOrRoundExceptAcquire(t *testing.T) {
 // find the data key through the index.
 func TestKeyedScripts_TouchOnlyDeclaredKeys(t *testing.T) {
 	call := regexp.MustCompile(`redis\.call\('([A-Z]+)'(?:, ([^,)]+))?`)
-	for name, src := range map[string]string{"extend_lease.lua": ExtendLease, "release_lease.lua": ReleaseLease} {
+	for name, src := range map[string]string{"extend_lease.lua": ExtendLease, "release_lease.lua": ReleaseLease, "rollback.lua": Rollback} {
 		t.Run(name, func(t *testing.T) {
 			calls := call.FindAllStringSubmatch(src, -1)
 			require.NotEmpty(t, calls)
@@ -64,4 +64,13 @@ func TestKeyedScripts_TouchOnlyDeclaredKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRollback_NeverDeletesTheRoundOrTouchesTheFence: the roll-back sets
+// the round record back, never deletes it, and leaves the fence counter.
+func TestRollback_NeverDeletesTheRoundOrTouchesTheFence(t *testing.T) {
+	assert.NotContains(t, Rollback, "KEYS[4]", "the fence counter is not among its keys")
+	assert.NotContains(t, Rollback, "'INCR'")
+	assert.Regexp(t, `redis\.call\('DEL', KEYS\[1\], KEYS\[2\]\)`, Rollback, "it deletes only the record and the index")
+	assert.NotRegexp(t, `'DEL'[^)]*KEYS\[3\]`, Rollback)
 }

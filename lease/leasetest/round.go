@@ -11,7 +11,8 @@ import (
 
 var roundTests = []subtest{
 	{"Claimed", testRoundClaimed},
-	{"LockedBeforeRound", testRoundLockedFirst},
+	{"ClaimedBeforeLocked", testRoundClaimedBeforeLocked},
+	{"Ledger", testRoundLedger},
 	{"ClockSkew", testRoundClockSkew},
 	{"Invalid", testRoundInvalid},
 }
@@ -36,18 +37,52 @@ func testRoundClaimed(t *testing.T, env Env) {
 	require.ErrorIs(t, err, lease.ErrRoundClaimed, "a plain acquire must not reset the round record")
 }
 
-// testRoundLockedFirst: a live lease is reported before the round, and a
-// failed contended acquire records no round.
-func testRoundLockedFirst(t *testing.T, env Env) {
+// testRoundClaimedBeforeLocked: a claimed round is the answer whether or
+// not the key is held (that occurrence ran or runs); a newer round finds
+// the key locked (held for an earlier round: an overlap); a failed
+// contended acquire records no round.
+func testRoundClaimedBeforeLocked(t *testing.T, env Env) {
 	ctx := t.Context()
 	key := testKey(t, "k")
 	holder := acquire(t, env, key, longTTL, lease.WithRound(10))
-	_, err := env.Store.Acquire(ctx, key, longTTL, lease.WithRound(5))
-	requireLocked(t, err, "lower round while the key is held (locked is checked first)")
-	_, err = env.Store.Acquire(ctx, key, longTTL, lease.WithRound(11))
-	requireLocked(t, err, "higher round while the key is held")
+	for _, r := range []int64{10, 5} {
+		_, err := env.Store.Acquire(ctx, key, longTTL, lease.WithRound(r))
+		require.ErrorIs(t, err, lease.ErrRoundClaimed, "round %d while round 10's lease is held", r)
+		require.NotErrorIs(t, err, lease.ErrLocked, "round %d: claimed, not locked", r)
+	}
+	_, err := env.Store.Acquire(ctx, key, longTTL, lease.WithRound(11))
+	requireLocked(t, err, "newer round while the key is held")
+	_, err = env.Store.Acquire(ctx, key, longTTL)
+	requireLocked(t, err, "plain acquire while the key is held")
 	require.NoError(t, env.Store.Release(ctx, holder.ID))
 	l := acquire(t, env, key, longTTL, lease.WithRound(11)) // 11 was not recorded by the failed acquire
+	require.NoError(t, env.Store.Release(ctx, l.ID))
+}
+
+// testRoundLedger: a won acquire reports the round recorded before it, so
+// that the rounds strictly between the two are known to have run nowhere.
+func testRoundLedger(t *testing.T, env Env) {
+	ctx := t.Context()
+	key := testKey(t, "k")
+	l := acquire(t, env, key, longTTL, lease.WithRound(10))
+	require.Equal(t, int64(10), l.Round)
+	require.Zero(t, l.PrevRound, "the first claim has no previous round")
+	require.NoError(t, env.Store.Release(ctx, l.ID))
+
+	l = acquire(t, env, key, longTTL) // no round: reports none, records none
+	require.Zero(t, l.Round)
+	require.Zero(t, l.PrevRound)
+	require.NoError(t, env.Store.Release(ctx, l.ID))
+
+	_, err := env.Store.Acquire(ctx, key, longTTL, lease.WithRound(10))
+	require.ErrorIs(t, err, lease.ErrRoundClaimed)
+	l = acquire(t, env, key, longTTL, lease.WithRound(40))
+	require.Equal(t, int64(40), l.Round)
+	require.Equal(t, int64(10), l.PrevRound, "rounds 11 to 39 were claimed by no one")
+	require.NoError(t, env.Store.Release(ctx, l.ID))
+
+	l = acquire(t, env, key, longTTL, lease.WithRound(41))
+	require.Equal(t, int64(40), l.PrevRound)
 	require.NoError(t, env.Store.Release(ctx, l.ID))
 }
 

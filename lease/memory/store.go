@@ -83,9 +83,9 @@ func retained(r *record, now time.Time) bool {
 	return r.expiresAt.After(now.Add(-lease.ExpiryTolerance - lease.ExpiredRetention))
 }
 
-// Acquire implements lease.Store. Checks run in this order: a live lease on
-// the key (*lease.LockedError), a round not newer than the recorded one
-// (lease.ErrRoundClaimed), a time round too far ahead of the store's clock
+// Acquire implements lease.Store. Checks run in this order: a round not
+// newer than the recorded one (lease.ErrRoundClaimed), a live lease on the
+// key (*lease.LockedError), a time round too far ahead of the store's clock
 // (lease.ErrClockSkew); only then is the lease taken, the fence incremented
 // and the round recorded. A failed acquire records nothing.
 //
@@ -117,11 +117,11 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		ks = &keyState{}
 		s.keys[key] = ks
 	}
-	if live(ks.cur, now) {
-		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
-	}
 	if o.Round > 0 && o.Round <= ks.round {
 		return nil, opError(op, fmt.Errorf("%w: round %d, last recorded %d", lease.ErrRoundClaimed, o.Round, ks.round))
+	}
+	if live(ks.cur, now) {
+		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
 	}
 	if o.MaxSkew > 0 && o.Round > now.Add(o.MaxSkew).UnixMilli() {
 		return nil, opError(op, fmt.Errorf("%w: round %d is %s ahead of server time, max skew %s",
@@ -136,8 +136,9 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		id = lease.NewID()
 	}
 	ks.fence++
+	var prev int64
 	if o.Round > 0 {
-		ks.round = o.Round
+		prev, ks.round = ks.round, o.Round
 	}
 	r := &record{
 		id:         id,
@@ -159,6 +160,8 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		TTL:        ttl,
 		AcquiredAt: r.acquiredAt,
 		ExpiresAt:  r.expiresAt,
+		Round:      o.Round,
+		PrevRound:  prev,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
 }

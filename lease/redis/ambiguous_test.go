@@ -3,7 +3,12 @@ package redis
 import (
 	"bytes"
 	"context"
+	"errors"
+	"github.com/cronguard/cronguard/testutil"
+	"io"
 	"log/slog"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +23,7 @@ import (
 // unknown to the caller: CLIENT PAUSE makes the server hold every command
 // for ambiguousPause from the moment the pause is acknowledged, the
 // acquire's deadline passes inside the pause, and the rollback's own
-// deadline (ambiguousDeadline + reconcileTimeout) outside it.
+// deadline (ambiguousDeadline + rollbackTimeout) outside it.
 const ambiguousPause, ambiguousDeadline = 2 * time.Second, 800 * time.Millisecond
 
 // ambiguous is what pausedAcquire saw.
@@ -35,7 +40,7 @@ type ambiguous struct {
 // EVALSHA runs at once.
 func pausedAcquire(warmCtx context.Context, t *testing.T, opts rueidis.ClientOption) ambiguous {
 	t.Helper()
-	require.Less(t, ambiguousPause, ambiguousDeadline+reconcileTimeout, "the rollback must outlast the pause")
+	require.Less(t, ambiguousPause, ambiguousDeadline+rollbackTimeout, "the rollback must outlast the pause")
 	srv := startServer(t)
 	opts.InitAddress, opts.DisableCache = []string{srv.redis.Addr}, true
 	client, err := rueidis.NewClient(opts)
@@ -104,7 +109,7 @@ func TestStore_Acquire_AmbiguousTimeoutThatNeverRan(t *testing.T) {
 	got := pausedAcquire(warm, t, rueidis.ClientOption{PipelineMultiplex: -1})
 	require.ErrorIs(t, got.err, lease.ErrTimeout)
 	assert.Zero(t, got.fence, "the acquire was dropped with its connection")
-	assert.Contains(t, got.logs, "ambiguous acquire did not take effect")
+	assert.Contains(t, got.logs, "acquire whose outcome was unknown did not take effect")
 	requireFreeAtOnce(t, got.store, 1)
 }
 
@@ -120,4 +125,115 @@ func TestStore_Acquire_AbortedBeforeSendLeavesNothing(t *testing.T) {
 	ks, _ := keysFor(st.prefix, "k")
 	err = srv.client.Do(t.Context(), srv.client.B().Get().Key(ks.fence).Build()).Error()
 	assert.True(t, rueidis.IsRedisNil(err), "no fence was taken: %v", err)
+}
+
+// TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack: the acquire
+// runs on the server, and its reply is lost with the connection (EOF), not
+// to a timeout. The outcome is just as unknown: Acquire rolls it back, so
+// the key is free at once and the round it claimed is given back, and
+// another replica can still run that occurrence.
+func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
+	srv := startServer(t)
+	proxy := testutil.NewProxy(t, srv.redis.Addr)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	logs := new(bytes.Buffer)
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	prefix := uniquePrefix()
+	st, err := New(client, WithPrefix(prefix), WithLogger(log))
+	require.NoError(t, err)
+	other, err := New(srv.client, WithPrefix(prefix))
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	l, err := other.Acquire(ctx, "k", time.Minute, lease.WithRound(100))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	warm, err := st.Acquire(ctx, "warm-up", time.Second) // scripts loaded, connection up
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
+
+	proxy.LoseNextReplies(1)
+	_, err = st.Acquire(ctx, "k", time.Minute, lease.WithRound(200))
+	require.ErrorIs(t, err, lease.ErrUnavailable, "a broken connection")
+	ks, _ := keysFor(prefix, "k")
+	fence, ferr := srv.client.Do(ctx, srv.client.B().Get().Key(ks.fence).Build()).AsInt64()
+	require.NoError(t, ferr)
+	assert.EqualValues(t, 2, fence, "the acquire ran on the server")
+	assert.Contains(t, logs.String(), "rolled back an acquire whose outcome was unknown: lease released, round given back")
+
+	locked, err := other.IsLocked(ctx, "k")
+	require.NoError(t, err)
+	assert.False(t, locked, "the key is free at once, not after the TTL")
+	again, err := other.Acquire(ctx, "k", time.Minute, lease.WithRound(200))
+	require.NoError(t, err, "the occurrence can still be claimed")
+	assert.Equal(t, int64(100), again.PrevRound, "the round record was set back")
+	assert.EqualValues(t, 3, again.Fence, "fences never go back")
+}
+
+// TestStore_Acquire_RefusedConnectionIsNotRolledBack: a connection that
+// could not be made never carried the acquire: no roll-back is attempted.
+func TestStore_Acquire_RefusedConnectionIsNotRolledBack(t *testing.T) {
+	srv := startServer(t)
+	proxy := testutil.NewProxy(t, srv.redis.Addr)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	logs := new(bytes.Buffer)
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := New(client, WithPrefix(uniquePrefix()), WithLogger(log))
+	require.NoError(t, err)
+	proxy.Close() // nothing listens any more
+	// Once the client has seen its connection go, its next dial is refused.
+	require.Eventually(t, func() bool {
+		var op *net.OpError
+		err := client.Do(t.Context(), client.B().Ping().Build()).Error()
+		return errors.As(err, &op) && op.Op == "dial"
+	}, 5*time.Second, 10*time.Millisecond)
+	_, err = st.Acquire(t.Context(), "k", time.Minute)
+	require.ErrorIs(t, err, lease.ErrUnavailable)
+	assert.NotContains(t, logs.String(), "outcome was unknown", "a refused connection is a known outcome")
+}
+
+// TestOutcomeUnknown classifies the errors of a failed command.
+func TestOutcomeUnknown(t *testing.T) {
+	live := context.Background()
+	done, cancel := context.WithCancel(live)
+	cancel()
+	for name, tc := range map[string]struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		"EOF":               {live, io.EOF, true},
+		"unexpected EOF":    {live, io.ErrUnexpectedEOF, true},
+		"reset":             {live, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		"broken pipe":       {live, &net.OpError{Op: "write", Err: syscall.EPIPE}, true},
+		"closed connection": {live, net.ErrClosed, true},
+		"client closing":    {live, rueidis.ErrClosing, true},
+		"context done":      {done, errors.New("anything"), true},
+		"deadline":          {live, context.DeadlineExceeded, true},
+		"refused":           {live, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		"dial failed":       {live, &net.OpError{Op: "dial", Err: errors.New("no route")}, false},
+		"dns":               {live, &net.DNSError{Err: "no such host"}, false},
+		"no address":        {live, rueidis.ErrNoAddr, false},
+		"BUSY reply":        {live, redisErr(t, "BUSY script running"), false},
+		"NOPERM reply":      {live, redisErr(t, "NOPERM denied"), false},
+	} {
+		assert.Equal(t, tc.want, outcomeUnknown(tc.ctx, tc.err), name)
+	}
+}
+
+// redisErr returns the error a command gets when the server replies with
+// the error reply (a RESP error line without its "-"), as rueidis returns
+// it: a script makes a real server send it.
+func redisErr(t *testing.T, reply string) error {
+	t.Helper()
+	c := startServer(t).client
+	err := c.Do(t.Context(), c.B().Eval().Script("return redis.error_reply(ARGV[1])").Numkeys(0).Arg(reply).Build()).Error()
+	var re *rueidis.RedisError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, reply, re.Error())
+	return err
 }

@@ -23,7 +23,14 @@
 //     request was sent, on the Store's clock, plus TTL minus lease.Drift.
 //   - Each acquire increments a per-key fence counter that no script ever
 //     deletes or expires, so fences grow strictly for as long as Redis keeps
-//     its data. Rounds (lease.WithRound) are recorded the same way.
+//     its data. Rounds (lease.WithRound) are recorded the same way; only
+//     the roll-back of an acquire whose outcome was unknown sets a round
+//     record back, to the round before it. A won acquire reports that
+//     previous round (Lease.PrevRound): the rounds in between were claimed
+//     by no one. A round not newer than the recorded one is refused
+//     (lease.ErrRoundClaimed) before the key's liveness is looked at, so a
+//     refusal with lease.ErrLocked means the key is held for an earlier
+//     round.
 //   - Extend and Release act only when the ID in the stored record is the
 //     caller's, and tell not found, expired and not owner apart
 //     (*lease.NotHeldError). An ID whose leading characters route to no slot
@@ -33,16 +40,24 @@
 //     the data key, which the script declares in KEYS with the index, and
 //     reads directly instead of through the index. The answers are those of
 //     Extend and Release by ID.
-//   - An acquire that ends in ErrTimeout or ErrAborted may have happened on
-//     the server, or may not: rueidis closes a connection whose deadline
-//     passes mid-request when it is sending synchronously (one caller at a
-//     time), and Redis drops what a closed client had not yet run. Acquire
-//     then releases that ID with a fresh context bounded by 2s before it
-//     returns, which frees the key at once if the acquire ran and finds
-//     nothing if it did not. The key stays locked, with no holder, until
-//     the TTL passes only if the roll-back fails, or if it reaches a stalled
-//     server on another connection ahead of the acquire. Neither outcome
-//     gives the key two holders.
+//   - An acquire whose outcome is unknown is rolled back before Acquire
+//     returns. The outcome is unknown when the caller's context ended
+//     (lease.ErrTimeout, lease.ErrAborted) or the connection broke or
+//     timed out after the request may have been written: EOF, a reset or
+//     closed connection, a network timeout, the client closing (all
+//     lease.ErrUnavailable or lease.ErrTimeout). It is known when the
+//     server answered with an error reply (BUSY, LOADING, NOPERM, ...) or
+//     the connection could not be made (refused, no address, DNS, an
+//     untrusted certificate): then nothing ran. The roll-back (a script,
+//     retried on transient errors within min(ttl, 5s), with a fresh
+//     context) releases the lease if the acquire took it and gives back
+//     the round it claimed if that is still the recorded one, so the key
+//     is free at once and the occurrence can still run elsewhere. The key
+//     stays locked until its TTL, with no holder, only if the roll-back
+//     fails, or reaches the server ahead of the acquire on another
+//     connection (rueidis closes a synchronous connection whose deadline
+//     passes, and the acquire then may never run at all). Neither outcome
+//     gives the key two holders; the fence counter never goes back.
 //   - Errors wrap one lease sentinel and the client's cause; see
 //     lease.ErrUnavailable, lease.ErrAuth, lease.ErrTimeout.
 //
@@ -73,8 +88,9 @@
 // is found from the ID alone); the other 19 are random (114 bits).
 //
 // The record is JSON, {"lockId","expiresAtMs","acquiredAtMs","fence",
-// "key","owner"}, with the fence as a 15-digit string and the ID and expiry
-// at fixed offsets so scripts read them without decoding JSON. The record's
+// "round","prev","key","owner"}, with the fence as a 15-digit string, the
+// round the acquire claimed and the one recorded before it, and the ID and
+// expiry at fixed offsets so scripts read them without decoding JSON. The record's
 // PX ends exactly when the lease stops being live (expiresAtMs +
 // ExpiryTolerance), so Redis removes a dead lease by itself and a record
 // that exists is live: Release needs no server time. The ID index outlives

@@ -98,6 +98,34 @@ func subject(what string) string {
 	return " " + what
 }
 
+// outcomeUnknown reports whether a command that failed with err may still
+// have run on the server: the caller's context ended (the request may have
+// been sent), or the connection broke or timed out after the request may
+// have been written (EOF, a reset, a closed connection, a network timeout,
+// the client closing). A reply from the server (an error reply such as
+// BUSY or NOPERM) says the command did not run, and a connection that
+// could not be made (refused, no address, no slot, DNS, an untrusted
+// certificate) never carried it.
+func outcomeUnknown(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var re *rueidis.RedisError
+	if errors.As(err, &re) {
+		return false
+	}
+	var op *net.OpError
+	switch {
+	case errors.Is(err, rueidis.ErrNoAddr), errors.Is(err, rueidis.ErrNoSlot), errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	case errors.As(err, &op) && op.Op == "dial":
+		return false
+	case errors.As(err, new(*net.DNSError)), errors.As(err, new(*tls.CertificateVerificationError)):
+		return false
+	}
+	return true
+}
+
 // errUnreadable is the cause for the scripts' -9 code.
 var errUnreadable = errors.New("unreadable lease record or index at the lease's keys")
 

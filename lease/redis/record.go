@@ -20,16 +20,21 @@ const (
 
 // record is the lease data stored at the data key, as JSON:
 //
-//	{"lockId":"<id>","expiresAtMs": <13>,"acquiredAtMs": <13>,"fence":"<15 digits>","key":"...","owner":"..."}
+//	{"lockId":"<id>","expiresAtMs": <13>,"acquiredAtMs": <13>,"fence":"<15 digits>","round":<n>,"prev":<n>,"key":"...","owner":"..."}
 //
-// The scripts build the first four fields (they need server time and the
-// fence counter) at fixed offsets and the client builds the tail
-// (writeRecordTail). Pointers tell a missing field from a zero one.
+// The scripts build the first six fields (they need server time, the fence
+// counter and the round record) with the ID and expiry at fixed offsets,
+// and the client builds the tail (writeRecordTail). round is the round the
+// acquire claimed and prev the one recorded before it (0: none); records
+// written before they existed lack them. Pointers tell a missing field from
+// a zero one.
 type record struct {
 	LockID       *string `json:"lockId"`
 	ExpiresAtMs  *int64  `json:"expiresAtMs"`
 	AcquiredAtMs *int64  `json:"acquiredAtMs"`
 	Fence        *string `json:"fence"`
+	Round        int64   `json:"round"`
+	Prev         int64   `json:"prev"`
 	Key          *string `json:"key"`
 	Owner        *string `json:"owner"`
 }
@@ -82,6 +87,7 @@ type parsedRecord struct {
 	id                    string
 	key, owner            string
 	fence                 fencing.Token
+	round, prev           int64
 	acquiredAt, expiresAt time.Time
 }
 
@@ -119,6 +125,8 @@ func parseRecord(raw string) (parsedRecord, error) {
 		id:         *r.LockID,
 		key:        *r.Key,
 		fence:      f,
+		round:      r.Round,
+		prev:       r.Prev,
 		acquiredAt: time.UnixMilli(*r.AcquiredAtMs),
 		expiresAt:  time.UnixMilli(*r.ExpiresAtMs),
 	}

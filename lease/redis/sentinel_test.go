@@ -76,8 +76,12 @@ func TestStore_Sentinel(t *testing.T) {
 		plain, err := New(client, WithPrefix(prefix))
 		require.NoError(t, err)
 
+		first, err := plain.Acquire(ctx, "report", 30*time.Second, lease.WithRound(50))
+		require.NoError(t, err)
+		require.NoError(t, first.Release(ctx))
+
 		resume := sn.PauseReplica(t)
-		_, err = st.Acquire(ctx, "report", 30*time.Second)
+		_, err = st.Acquire(ctx, "report", 30*time.Second, lease.WithRound(100))
 		resume()
 		require.ErrorIs(t, err, lease.ErrUnavailable)
 		assert.Contains(t, err.Error(), "0 of 1 replicas within 300ms")
@@ -86,6 +90,10 @@ func TestStore_Sentinel(t *testing.T) {
 		locked, err := plain.IsLocked(ctx, "report")
 		require.NoError(t, err)
 		assert.False(t, locked, "the unacknowledged lease was released")
+		again, err := plain.Acquire(ctx, "report", 30*time.Second, lease.WithRound(100))
+		require.NoError(t, err, "the round of the unacknowledged acquire was given back: its occurrence can still run")
+		assert.Equal(t, int64(50), again.PrevRound, "the round record was set back to the one before")
+		require.NoError(t, again.Release(ctx))
 
 		// Once the replica is back, acks arrive again (the replica catches
 		// up on resume; allow it a moment to reconnect).

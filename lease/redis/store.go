@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/cronguard/cronguard/internal/luascripts"
+	"github.com/cronguard/cronguard/internal/retry"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -25,6 +26,7 @@ var (
 	// The keyed fast paths of Lease.Extend and Lease.Release (held.go).
 	extendLeaseScript  = rueidis.NewLuaScript(luascripts.ExtendLease)
 	releaseLeaseScript = rueidis.NewLuaScript(luascripts.ReleaseLease)
+	rollbackScript     = rueidis.NewLuaScript(luascripts.Rollback)
 	lookupScript       = rueidis.NewLuaScript(luascripts.Lookup)
 	lookupIDScript     = rueidis.NewLuaScript(luascripts.LookupID)
 	isLockedScript     = rueidis.NewLuaScript(luascripts.IsLocked)
@@ -55,9 +57,9 @@ const (
 // are doubles): 2^53 - 1.
 const maxRound = 1<<53 - 1
 
-// reconcileTimeout bounds the clean-up after an acquire whose outcome is
-// unknown.
-const reconcileTimeout = 2 * time.Second
+// rollbackTimeout bounds the roll-back of an acquire whose outcome is
+// unknown, retries included: min(ttl, rollbackTimeout).
+const rollbackTimeout = 5 * time.Second
 
 // Store is a lease.Store on Redis. It is safe for concurrent use. See the
 // package documentation for what it guarantees.
@@ -101,10 +103,14 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 // lease.Store. The returned Lease's Deadline is measured from the moment
 // just before the request was sent, on the Store's clock.
 //
-// When the call fails with ErrTimeout or ErrAborted the acquire may still
-// have happened on the server; Acquire then releases the lease by its ID
-// with a fresh, bounded context before it returns the error, so an
-// ambiguous attempt does not block the key until the TTL passes.
+// When the outcome is unknown (see the package documentation: a timeout,
+// an abort, or a connection that broke after the request may have been
+// written), or too few replicas acknowledged it (WithReplicaAck), Acquire
+// rolls the attempt back before it returns the error: it releases the
+// lease if the attempt took it and gives back the round it claimed, with a
+// fresh context bounded by min(ttl, 5s), retrying transient errors. So an
+// attempt that failed neither blocks the key until its TTL nor uses up its
+// occurrence.
 func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
 	const op = "acquire"
 	nkey, err := lease.NormalizeKey(key)
@@ -135,11 +141,10 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	resp := s.execAcquire(ctx, keys, args)
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
-		err = wrapErr(ctx, op, name, err)
-		if isAmbiguous(err) {
-			s.reconcile(ctx, id, name)
+		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
+			s.rollback(ctx, ks, ik, id, ttl, name)
 		}
-		return nil, err
+		return nil, wrapErr(ctx, op, name, err)
 	}
 	r, err := intsReply(resp)
 	if err != nil {
@@ -147,8 +152,8 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	}
 	v := r.v
 	switch {
-	case r.n == 4 && v[0] == 1:
-		// acquired; checked below
+	case r.acquired():
+		// checked below
 	case r.n == 2 && v[0] == 0:
 		return nil, fmt.Errorf("lease/redis: %s %s: %w", op, keyName(ks), &lease.LockedError{Remaining: time.Duration(v[1]) * time.Millisecond})
 	case r.is(codeClaimed):
@@ -164,7 +169,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		// The lease was taken but its token is unusable: give it back.
 		name := keyName(ks)
-		s.reconcile(ctx, id, name)
+		s.rollback(ctx, ks, ik, id, ttl, name)
 		return nil, internalErr(op, name, err)
 	}
 	if v[1] > fenceWarn {
@@ -178,6 +183,8 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		TTL:        ttl,
 		AcquiredAt: time.UnixMilli(v[3]),
 		ExpiresAt:  time.UnixMilli(v[2]),
+		Round:      o.Round,
+		PrevRound:  v[4],
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
 }
@@ -189,36 +196,52 @@ func keyName(ks keyset) string {
 	return "key#" + lease.Hash(ks.storage)[:8]
 }
 
-// isAmbiguous reports whether a failed call may still have run on the
-// server.
-func isAmbiguous(err error) bool {
-	return errors.Is(err, lease.ErrTimeout) || errors.Is(err, lease.ErrAborted)
-}
-
-// reconcile releases the lease with id, if the ambiguous acquire that
-// generated it took effect. It uses a fresh context bounded by
-// reconcileTimeout, and only logs what happened.
-func (s *Store) reconcile(ctx context.Context, id, what string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
+// rollback undoes an acquire of ks by id whose outcome is unknown or that
+// must not stand (rollback.lua): it releases the lease if the acquire took
+// it and gives back its round if that is still the recorded one. It uses a
+// fresh context bounded by min(ttl, rollbackTimeout), retries transient
+// errors, and only logs what happened.
+func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, ttl time.Duration, what string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(ttl, rollbackTimeout))
 	defer cancel()
-	err := s.Release(rctx, id)
+	head := recordHeadOpen + id + recordHeadClose
+	var code int64
+	attempts, err := retry.Do(rctx, func(ctx context.Context) error {
+		resp := rollbackScript.Exec(ctx, s.client, []string{ks.data, index, ks.round}, []string{head})
+		if err := resp.Error(); err != nil {
+			return wrapErr(ctx, "rollback", what, err)
+		}
+		r, err := intsReply(resp)
+		if err != nil || r.n != 1 || r.v[0] < 0 || r.v[0] > 2 {
+			return internalErr("rollback", what, fmt.Errorf("%w: %v", errBadReply, r.v[:r.n]))
+		}
+		code = r.v[0]
+		return nil
+	}, nil)
+	attrs := []any{"key", what, "lease", lease.ShortID(id), "attempts", attempts}
 	switch {
-	case err == nil:
-		s.log.Warn("rolled back an acquire whose outcome was unknown", "key", what, "lease", lease.ShortID(id))
-	case errors.Is(err, lease.ErrNotHeld):
-		s.log.Debug("ambiguous acquire did not take effect", "key", what, "lease", lease.ShortID(id))
+	case err != nil:
+		s.log.Warn("could not roll back an acquire whose outcome was unknown; the key may stay locked until the ttl passes and its occurrence be lost",
+			append(attrs, "error", err)...)
+	case code == 2:
+		s.log.Warn("rolled back an acquire whose outcome was unknown: lease released, round given back", attrs...)
+	case code == 1:
+		s.log.Warn("rolled back an acquire whose outcome was unknown: lease released", attrs...)
 	default:
-		s.log.Warn("could not roll back an acquire whose outcome was unknown; the key may stay locked until the ttl passes",
-			"key", what, "lease", lease.ShortID(id), "err", err)
+		s.log.Debug("acquire whose outcome was unknown did not take effect", attrs...)
 	}
 }
 
-// reply is a script reply of at most four integers: a single integer has
+// reply is a script reply of at most six integers: a single integer has
 // n == 1.
 type reply struct {
 	n int
-	v [4]int64
+	v [6]int64
 }
+
+// acquired reports whether the reply is an acquire script's success:
+// {1, fence, expiresAtMs, acquiredAtMs, prevRound}.
+func (r reply) acquired() bool { return r.n == 5 && r.v[0] == 1 }
 
 // is reports whether the reply is the single integer code.
 func (r reply) is(code int64) bool { return r.n == 1 && r.v[0] == code }
@@ -229,7 +252,7 @@ func (r reply) bad() error {
 }
 
 // intsReply reads a script reply that is an integer or an array of at most
-// four integers, without allocating.
+// six integers, without allocating.
 func intsReply(resp rueidis.RedisResult) (reply, error) {
 	m, err := resp.ToMessage()
 	if err != nil {
@@ -237,7 +260,7 @@ func intsReply(resp rueidis.RedisResult) (reply, error) {
 	}
 	if m.IsInt64() {
 		n, _ := m.AsInt64()
-		return reply{n: 1, v: [4]int64{n}}, nil
+		return reply{n: 1, v: [6]int64{n}}, nil
 	}
 	if !m.IsArray() {
 		return reply{}, fmt.Errorf("%w: neither integer nor array", errBadReply)

@@ -39,8 +39,10 @@ var acquireSHA = func() string {
 // replicas must be at least 1; timeout must be a positive whole number of
 // milliseconds.
 //
-// When fewer replicas confirm in time, Acquire releases the lease it just
-// took (best effort, with a fresh context bounded by 2s) and fails with
+// When fewer replicas confirm in time, Acquire rolls the acquire back (it
+// releases the lease it just took and gives back the round it claimed, so
+// that another replica can still run that occurrence; best effort, with a
+// fresh context bounded by min(ttl, 5s)) and fails with
 // lease.ErrUnavailable naming the shortfall; no fencing token is handed
 // out. So a token that Acquire returns has reached at least replicas
 // replicas, and a failover to one of them cannot make the key's fence
@@ -48,8 +50,8 @@ var acquireSHA = func() string {
 // Sentinel or Cluster may still promote a replica that had not
 // acknowledged, and the lease itself (not its fence) can still be lost in
 // a failover. The Redis user needs the wait permission (ACL +wait); when
-// WAIT is refused, the lease is released the same way and Acquire fails
-// with lease.ErrAuth.
+// WAIT is refused, the acquire is rolled back the same way and Acquire
+// fails with lease.ErrAuth.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *config) error {
 		if replicas < 1 {
@@ -67,7 +69,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // script and WAIT together (rueidis sends a batch that holds a blocking
 // command on one dedicated connection, and in a cluster to the node of the
 // script's keys), and turns an acquire that was not acknowledged by enough
-// replicas into an errReplicaAck error after releasing the lease.
+// replicas into an errReplicaAck error, which Acquire rolls back.
 func (s *Store) execAcquire(ctx context.Context, keys, args []string) rueidis.RedisResult {
 	if s.ack.replicas == 0 {
 		return acquireScript.Exec(ctx, s.client, keys, args)
@@ -81,20 +83,14 @@ func (s *Store) execAcquire(ctx context.Context, keys, args []string) rueidis.Re
 	}
 	acked, err := res[1].AsInt64()
 	if err != nil && ctx.Err() != nil {
-		// Ambiguous to the caller: Acquire reconciles (releases) on timeout
-		// and abort.
+		// The outcome is unknown to the caller: Acquire rolls it back.
 		return rueidis.NewErrorResult(err)
 	}
 	if err == nil && acked >= int64(s.ack.replicas) {
 		return res[0]
 	}
-	id := args[0]
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileTimeout)
-	defer cancel()
-	if rerr := s.Release(rctx, id); rerr != nil && !errors.Is(rerr, lease.ErrNotHeld) {
-		s.log.Warn("could not release an acquire that replicas did not acknowledge; the key may stay locked until the ttl passes",
-			"lease", lease.ShortID(id), "err", rerr)
-	}
+	// Acquire rolls the lease back (released, round given back): no token
+	// that too few replicas have is handed out.
 	if err != nil {
 		return rueidis.NewErrorResult(fmt.Errorf("%w: WAIT failed: %w", errReplicaAck, err))
 	}
@@ -113,10 +109,10 @@ func (s *Store) waitCmd() rueidis.Completed {
 }
 
 // acquiredReply reports whether an acquire script reply says the lease was
-// taken: {1, fence, expiresAtMs, acquiredAtMs}.
+// taken: {1, fence, expiresAtMs, acquiredAtMs, prevRound}.
 func acquiredReply(resp rueidis.RedisResult) bool {
 	r, err := intsReply(resp)
-	return err == nil && r.n == 4 && r.v[0] == 1
+	return err == nil && r.acquired()
 }
 
 func isNoScript(err error) bool {
