@@ -43,5 +43,5 @@
 // about five years ahead and back; Next, Prev, Gaps and Between cost a few
 // zone lookups and calendar steps, never a scan of the seconds of a day.
 // Locations with UTC offsets beyond ±24 hours are not supported (no real
-// zone has them). Leap seconds do not exist here, as in package time.
+// zone has them; Parse refuses a fixed zone with one). Leap seconds do not exist here, as in package time.
 package cronexpr

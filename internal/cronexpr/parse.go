@@ -72,6 +72,9 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, off := time.Unix(946684800, 0).In(loc).Zone(); abs(off) > maxShift/2 { // 2000-01-01
+		return nil, invalid(expr, "location %q has UTC offset %s, beyond the ±24h supported", loc, time.Duration(off)*time.Second)
+	}
 	text, realTime, err := checkFields(expr, body)
 	if err != nil {
 		return nil, err
@@ -189,4 +192,11 @@ func (f *fieldSet) fires() bool {
 	from := wallOf(2000, time.January, 1)
 	_, ok := f.nextWall(from-1, wallOf(2008, time.January, 1))
 	return ok
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -162,6 +162,16 @@ func TestParse_UnknownZone_WrapsLoadError(t *testing.T) {
 	assert.Len(t, inner.Unwrap(), 2, "wraps ErrInvalid and the load error")
 }
 
+func TestParse_OffsetBeyondADay(t *testing.T) {
+	_, err := Parse("0 2 * * *", time.FixedZone("Far", 25*3600))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), `location "Far" has UTC offset 25h0m0s, beyond the ±24h supported`)
+
+	_, err = Parse("0 2 * * *", time.FixedZone("Near", -24*3600))
+	assert.NoError(t, err)
+}
+
 // TestParse_RobfigPanicInput: the input that panics inside robfig/cron's
 // parser (a TZ= prefix followed by a tab) parses here.
 func TestParse_RobfigPanicInput(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 // maxShift bounds how far a wall time can be from the instant it reads at
 // (the largest UTC offset, in either direction) and how far back a
 // fall-back transition can still matter. Real offsets stay within ±16
-// hours; a location with offsets beyond ±maxShift/2 is not supported.
+// hours; Parse refuses a location with an offset beyond ±maxShift/2 (only
+// a time.FixedZone can have one).
 const maxShift = 48 * 60 * 60
 
 // Unbounded ends of a period (before the first transition, after the last
