@@ -37,8 +37,8 @@ func (e *Expr) FollowsRealTime() bool { return e.realTime }
 // String returns the expression as given to Parse.
 func (e *Expr) String() string { return e.text }
 
-// descriptors maps each accepted descriptor to its fields and whether its
-// hour is a wildcard.
+// descriptors maps each accepted descriptor to whether its hour is a
+// wildcard (robfig/cron supplies their fields).
 var descriptors = map[string]bool{
 	"@yearly": false, "@annually": false, "@monthly": false, "@weekly": false,
 	"@daily": false, "@midnight": false, "@hourly": true,
@@ -128,6 +128,9 @@ func zonePrefix(expr, body string, loc *time.Location) (string, *time.Location, 
 // whether the hour field is a wildcard.
 func checkFields(expr, body string) (text string, realTime bool, err error) {
 	fields := strings.Fields(body)
+	if len(fields) == 0 {
+		return "", false, invalid(expr, "expression has no fields")
+	}
 	if strings.HasPrefix(fields[0], "@") {
 		switch name := fields[0]; {
 		case name == "@every" || strings.HasPrefix(name, "@every"):
@@ -185,9 +188,10 @@ func bitsets(expr, text string) (fields fieldSet, err error) {
 	}, nil
 }
 
-// fires reports whether some wall time is listed. Eight years from 2000
-// hold two 29ths of February and every month starting on every weekday,
-// so a date that exists at all is listed in them.
+// fires reports whether some wall time is listed. Whether a date matches
+// depends on its month, day and weekday; every month of every year has
+// every weekday, and the eight years from 2000 hold two 29ths of
+// February, so an expression that matches any date matches one in them.
 func (f *fieldSet) fires() bool {
 	from := wallOf(2000, time.January, 1)
 	_, ok := f.nextWall(from-1, wallOf(2008, time.January, 1))

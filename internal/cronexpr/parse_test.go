@@ -181,3 +181,15 @@ func TestParse_RobfigPanicInput(t *testing.T) {
 	from := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	assert.Equal(t, time.Date(2025, 6, 1, 11, 0, 0, 0, time.UTC), e.Next(from), "minute 0 of every hour")
 }
+
+// TestBitsets_ParserPanicBecomesError: the recover around robfig/cron's
+// parser turns a panic into an error (Parse never hands it such text).
+func TestBitsets_ParserPanicBecomesError(t *testing.T) {
+	const text = "TZ=UTC\t0\t*\t*\t*\t*"
+	require.Panics(t, func() { _, _ = cronParser.Parse(text) }, "robfig/cron panics on a TZ= prefix followed by a tab")
+	_, err := bitsets(text, text)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorIs(t, err, errParserPanic)
+	assert.Contains(t, err.Error(), "parser failed")
+}

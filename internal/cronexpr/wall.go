@@ -37,7 +37,6 @@ type civil struct {
 	day            int
 	weekday        int
 	hour, min, sec int
-	secondsIntoDay int64
 }
 
 func split(w int64) civil {
@@ -45,15 +44,14 @@ func split(w int64) civil {
 	into := w - days*secondsPerDay
 	y, m, d := time.Unix(days*secondsPerDay, 0).UTC().Date()
 	return civil{
-		dayStart:       days * secondsPerDay,
-		year:           y,
-		month:          m,
-		day:            d,
-		weekday:        int(floorMod(days+unixEpochWeekday, 7)),
-		hour:           int(into / 3600),
-		min:            int(into / 60 % 60),
-		sec:            int(into % 60),
-		secondsIntoDay: into,
+		dayStart: days * secondsPerDay,
+		year:     y,
+		month:    m,
+		day:      d,
+		weekday:  int(floorMod(days+unixEpochWeekday, 7)),
+		hour:     int(into / 3600),
+		min:      int(into / 60 % 60),
+		sec:      int(into % 60),
 	}
 }
 
