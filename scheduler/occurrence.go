@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
-	"github.com/robfig/cron/v3"
+
+	"github.com/cronguard/cronguard/internal/cronexpr"
 )
 
 // An occurrence is a scheduled time. Each replica's gocron fires on the
@@ -23,9 +24,19 @@ const maxFiringSlack = 50 * time.Millisecond
 
 func firingSlack(gap time.Duration) time.Duration { return min(gap/10, maxFiringSlack) }
 
-// skewFor returns the maximum skew for a round whose occurrence is gap away
-// from its neighbour: min(gap/2, MaxRoundSkew), at least 1ms.
-func skewFor(gap time.Duration) time.Duration {
+// skewFor returns the maximum skew for the round of an occurrence whose
+// neighbours are before and after it (zero: no neighbour):
+// min(before, after)/2, capped at MaxRoundSkew, at least 1ms. A replica
+// whose clock runs further ahead than that could claim the round before
+// the previous occurrence is due and so hide it, or claim the next one in
+// its place.
+func skewFor(before, after time.Duration) time.Duration {
+	gap := 2 * MaxRoundSkew
+	for _, g := range []time.Duration{before, after} {
+		if g > 0 {
+			gap = min(gap, g)
+		}
+	}
 	s := min(gap/2, MaxRoundSkew)
 	return max(s.Truncate(time.Millisecond), time.Millisecond)
 }
@@ -47,10 +58,15 @@ func (p *everyPlan) point(k int64) time.Time {
 	return time.Unix(0, k*int64(p.d)+int64(p.offset))
 }
 
+// index returns k of the last occurrence at or before t.
+func (p *everyPlan) index(t time.Time) int64 {
+	return floorDiv(t.UnixNano()-int64(p.offset), int64(p.d))
+}
+
 func (p *everyPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.JobOption, bool) {
 	// Start from the last occurrence at or before now; gocron steps forward
 	// by d from there, so it stays on the epoch grid.
-	last := p.point(floorDiv(now.UnixNano()-int64(p.offset), int64(p.d)))
+	last := p.point(p.index(now))
 	return gocron.DurationJob(p.d), []gocron.JobOption{
 		gocron.WithStartAt(gocron.WithStartDateTimePast(last.In(now.Location()))),
 	}, true
@@ -61,71 +77,64 @@ func (p *everyPlan) groupKey() string {
 }
 
 func (p *everyPlan) occurrence(now time.Time) (time.Time, time.Duration) {
-	k := floorDiv(now.UnixNano()-int64(p.offset)+int64(firingSlack(p.d)), int64(p.d))
-	return p.point(k), skewFor(p.d)
+	return p.point(p.index(now.Add(firingSlack(p.d)))), skewFor(p.d, p.d)
 }
 
-// cronPlan: a robfig/cron calendar schedule in a fixed location.
-type cronPlan struct {
-	expr string
-	spec *cron.SpecSchedule
+func (p *everyPlan) prev(t time.Time) (time.Time, bool) { return p.point(p.index(t)), true }
+func (p *everyPlan) next(t time.Time) time.Time        { return p.point(p.index(t) + 1) }
+
+func (p *everyPlan) between(a, b time.Time, limit int) (int, time.Time, time.Time, bool) {
+	first := p.next(a)
+	last, _ := p.prev(b.Add(-time.Nanosecond))
+	if !first.Before(b) {
+		return 0, time.Time{}, time.Time{}, false
+	}
+	n := int64(last.Sub(first)/p.d) + 1
+	if n > int64(limit) {
+		return limit, first, last, true
+	}
+	return int(n), first, last, false
 }
+
+// cronPlan: a cron expression in a fixed location, with cronexpr's
+// daylight-saving rules. The same expression drives gocron (cronSpec) and
+// maps firings to occurrences, so the two can never disagree.
+type cronPlan struct{ expr *cronexpr.Expr }
 
 func (p *cronPlan) definition(time.Time) (gocron.JobDefinition, []gocron.JobOption, bool) {
-	// gocron fires on exactly the schedule this package maps occurrences
-	// with: the parsed spec, passed as the job's cron implementation.
-	return gocron.CronJob(p.expr, true), []gocron.JobOption{gocron.WithCronImplementation(gocronSpec{p.spec})}, true
+	return gocron.CronJob(p.expr.String(), true), []gocron.JobOption{gocron.WithCronImplementation(cronSpec{p.expr})}, true
 }
 
 // groupKey is the expression with the location it is read in (a zoned
-// expression names its own, which the spec carries too).
-func (p *cronPlan) groupKey() string { return "cron:" + p.spec.Location.String() + ":" + p.expr }
+// expression names its own).
+func (p *cronPlan) groupKey() string {
+	return "cron:" + p.expr.Location().String() + ":" + p.expr.String()
+}
 
-// occurrence returns the latest activation at or before now + slack (the
-// first activation after it if there is none in the last five years).
+// occurrence returns the latest occurrence at or before now + slack (the
+// first one after it if there is none in the last five years).
 func (p *cronPlan) occurrence(now time.Time) (time.Time, time.Duration) {
-	at := now.Add(maxFiringSlack) // cron activations are >= 1s apart: slack <= gap/10
-	occ, ok := p.prev(at.Add(time.Nanosecond), 5*366*24*time.Hour)
+	occ, ok := p.expr.Prev(now.Add(maxFiringSlack)) // occurrences are >= 1s apart: slack <= gap/10
 	if !ok {
-		occ = p.spec.Next(now)
+		occ = p.expr.Next(now)
 	}
-	gap := MaxRoundSkew * 2
-	if after := p.spec.Next(occ); !after.IsZero() {
-		gap = after.Sub(occ)
-	}
-	return occ, skewFor(gap)
+	return occ, skewFor(p.expr.Gaps(occ))
 }
 
-// prev returns the last activation before now, if there is one no further
-// back than window. Activations are whole seconds, and spec.Next(t-1ns) is
-// the first activation at or after t, so "an activation lies in [t, now)" is
-// monotone in t: binary search over whole seconds finds the last one.
-func (p *cronPlan) prev(now time.Time, window time.Duration) (time.Time, bool) {
-	has := func(s int64) bool { // an activation in [s, now)
-		n := p.spec.Next(time.Unix(s, 0).Add(-time.Nanosecond))
-		return !n.IsZero() && n.Before(now)
-	}
-	lo := now.Add(-window).Unix()
-	if !has(lo) {
-		return time.Time{}, false
-	}
-	hi := now.Unix() + 1 // has(hi) is false: hi > now
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if has(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return time.Unix(lo, 0), true
+func (p *cronPlan) prev(t time.Time) (time.Time, bool) { return p.expr.Prev(t) }
+func (p *cronPlan) next(t time.Time) time.Time        { return p.expr.Next(t) }
+
+func (p *cronPlan) between(a, b time.Time, limit int) (int, time.Time, time.Time, bool) {
+	return p.expr.Between(a, b, limit)
 }
 
-// gocronSpec adapts a parsed spec to gocron.Cron.
-type gocronSpec struct{ spec *cron.SpecSchedule }
+// cronSpec adapts a cron expression to gocron.Cron. Its times are in UTC:
+// gocron drops a next run that reads the same wall time as the last one,
+// which would lose the second instance of a repeated hour.
+type cronSpec struct{ expr *cronexpr.Expr }
 
-func (g gocronSpec) IsValid(string, *time.Location, time.Time) error { return nil }
-func (g gocronSpec) Next(t time.Time) time.Time                      { return g.spec.Next(t) }
+func (c cronSpec) IsValid(string, *time.Location, time.Time) error { return nil }
+func (c cronSpec) Next(t time.Time) time.Time                      { return c.expr.Next(t) }
 
 // atPlan: a single occurrence.
 type atPlan struct{ t time.Time }
@@ -139,4 +148,25 @@ func (p *atPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.JobOp
 
 func (p *atPlan) groupKey() string { return "at:" + strconv.FormatInt(p.t.UnixMilli(), 10) }
 
-func (p *atPlan) occurrence(time.Time) (time.Time, time.Duration) { return p.t, MaxRoundSkew }
+func (p *atPlan) occurrence(time.Time) (time.Time, time.Duration) { return p.t, skewFor(0, 0) }
+
+func (p *atPlan) prev(t time.Time) (time.Time, bool) {
+	if p.t.After(t) {
+		return time.Time{}, false
+	}
+	return p.t, true
+}
+
+func (p *atPlan) next(t time.Time) time.Time {
+	if p.t.After(t) {
+		return p.t
+	}
+	return time.Time{}
+}
+
+func (p *atPlan) between(a, b time.Time, _ int) (int, time.Time, time.Time, bool) {
+	if p.t.After(a) && p.t.Before(b) {
+		return 1, p.t, p.t, false
+	}
+	return 0, time.Time{}, time.Time{}, false
+}

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
-	"github.com/robfig/cron/v3"
+
+	"github.com/cronguard/cronguard/internal/cronexpr"
 )
 
 // Schedule says when a job's occurrences are. Build one with Cron, Every,
@@ -38,23 +39,37 @@ type plan interface {
 	// times and map firings to the same occurrences, so their jobs share
 	// one gocron job.
 	groupKey() string
+	// prev returns the last occurrence at or before t, if there is one.
+	prev(t time.Time) (time.Time, bool)
+	// next returns the first occurrence strictly after t, or the zero time.
+	next(t time.Time) time.Time
+	// between counts the occurrences strictly between a and b, up to limit
+	// (capped reports more), with the first and last of them.
+	between(a, b time.Time, limit int) (n int, first, last time.Time, capped bool)
 }
 
 // MaxRoundSkew caps the maximum skew passed with a round
-// (lease.WithRoundTime): min(interval/2, MaxRoundSkew).
+// (lease.WithRoundTime): min(gap to the previous occurrence, gap to the
+// next one)/2, capped at MaxRoundSkew.
 const MaxRoundSkew = 5 * time.Second
-
-// cronParser is the parser gocron uses for cron expressions with an
-// optional seconds field.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // Cron returns a schedule for a cron expression of 5 fields (minute hour
 // day-of-month month day-of-week) or 6 fields (with a leading seconds
-// field), parsed by robfig/cron/v3 as gocron does, with descriptors such as
-// "@hourly" and "@daily". The expression is read in the scheduler's location
-// (WithLocation, default UTC) unless it starts with "TZ=<zone> " or
-// "CRON_TZ=<zone> ". "@every" is refused: use Every, which is aligned to the
-// epoch. The expression is checked by Register.
+// field), in robfig/cron/v3's syntax as gocron uses it, with descriptors
+// such as "@hourly" and "@daily". The expression is read in the scheduler's
+// location (WithLocation, default UTC) unless it starts with "TZ=<zone>" or
+// "CRON_TZ=<zone>" and whitespace. "@every" is refused: use Every, which is
+// aligned to the epoch. The expression is checked by Register.
+//
+// Daylight saving time is decided by the expression alone, as ISC cron
+// does, so every replica computes the same occurrences whenever it started:
+// an expression with a fixed hour field runs once per local day at each
+// listed time (a time inside a spring-forward gap runs at the end of the
+// gap; a time inside a repeated fall-back hour runs in its first instance
+// only); an expression whose hour field is "*" (or a step over all hours,
+// such as "*/2", or @hourly) follows real time: every matching instant,
+// both instances of a repeated hour, none of a skipped one. Occurrences
+// that fall on the same instant are one occurrence.
 func Cron(expr string) Schedule { return cronSchedule{expr: expr} }
 
 type cronSchedule struct{ expr string }
@@ -62,38 +77,14 @@ type cronSchedule struct{ expr string }
 func (c cronSchedule) String() string { return fmt.Sprintf("cron(%q)", c.expr) }
 
 func (c cronSchedule) compile(loc *time.Location, now time.Time) (plan, error) {
-	expr := strings.TrimSpace(c.expr)
-	if expr == "" {
-		return nil, &scheduleError{"cron expression must not be empty"}
-	}
-	body := expr
-	zoned := strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=")
-	if zoned {
-		if i := strings.IndexByte(expr, ' '); i > 0 {
-			body = strings.TrimSpace(expr[i:])
-		}
-	}
-	if strings.HasPrefix(body, "@every") {
-		return nil, &scheduleError{fmt.Sprintf("cron %q: @every counts from when the schedule is loaded, so replicas cannot agree on its occurrences; use Every, which is aligned to the Unix epoch", c.expr)}
-	}
-	if n := len(strings.Fields(body)); !strings.HasPrefix(body, "@") && n != 5 && n != 6 {
-		return nil, &scheduleError{fmt.Sprintf("cron %q: want 5 fields (minute hour dom month dow) or 6 (with leading seconds), got %d", c.expr, n)}
-	}
-	parsed, err := cronParser.Parse(expr)
+	e, err := cronexpr.Parse(c.expr, loc)
 	if err != nil {
-		return nil, &scheduleError{fmt.Sprintf("cron %q: %v", c.expr, err)}
+		return nil, &scheduleError{"cron " + strings.TrimPrefix(err.Error(), "cronexpr: ")}
 	}
-	spec, ok := parsed.(*cron.SpecSchedule)
-	if !ok {
-		return nil, &scheduleError{fmt.Sprintf("cron %q: not a calendar schedule", c.expr)}
+	if e.Next(now).IsZero() {
+		return nil, &scheduleError{fmt.Sprintf("cron %q has no occurrence in the next five years", c.expr)}
 	}
-	if !zoned {
-		spec.Location = loc
-	}
-	if spec.Next(now).IsZero() {
-		return nil, &scheduleError{fmt.Sprintf("cron %q never fires", c.expr)}
-	}
-	return &cronPlan{expr: expr, spec: spec}, nil
+	return &cronPlan{expr: e}, nil
 }
 
 // Every returns a schedule whose occurrences are the whole multiples of d

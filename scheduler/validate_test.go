@@ -65,7 +65,7 @@ func TestScheduler_Register_Invalid(t *testing.T) {
 		{"bad cron", "j", Cron("not a cron"), nop, nil, ErrInvalidSchedule, "want 5 fields"},
 		{"bad cron field", "j", Cron("61 * * * *"), nop, nil, ErrInvalidSchedule, "cron"},
 		{"empty cron", "j", Cron(" "), nop, nil, ErrInvalidSchedule, "must not be empty"},
-		{"cron @every", "j", Cron("@every 5m"), nop, nil, ErrInvalidSchedule, "use Every"},
+		{"cron @every", "j", Cron("@every 5m"), nop, nil, ErrInvalidSchedule, "use scheduler.Every"},
 		{"cron never", "j", Cron("0 0 30 2 *"), nop, nil, ErrInvalidSchedule, "never fires"},
 		{"every sub-ms", "j", Every(1500 * time.Microsecond), nop, nil, ErrInvalidSchedule, "whole number of milliseconds"},
 		{"every zero", "j", Every(0), nop, nil, ErrInvalidSchedule, "at least 1ms"},
