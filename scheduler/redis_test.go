@@ -1,10 +1,14 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,4 +54,54 @@ func TestScheduler_Run_RealRedisOncePerOccurrence(t *testing.T) {
 	}
 	assert.Equal(t, uint64(len(ms)), started)
 	assert.Zero(t, skewed)
+}
+
+// A run's connections are reset (as by a Redis restart or a proxy) while
+// it runs: the first command on each stale connection fails with EOF, and
+// that command is the run's release. The release retries within its bound,
+// so the lease is released and the next occurrence runs on time, instead of
+// every replica skipping the job until the TTL (30s here) runs out.
+func TestScheduler_Run_ReleaseRetriesAfterConnectionReset(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartRedis(t)
+	proxy := testutil.NewProxy(t, srv.Addr)
+	viaProxy, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(viaProxy.Close)
+	storeA, err := leaseredis.New(viaProxy)
+	require.NoError(t, err)
+	storeB, err := leaseredis.New(srv.Client(t))
+	require.NoError(t, err)
+
+	occ := newOccurrences()
+	var reset atomic.Bool
+	job := func(ctx context.Context) error {
+		r, _ := RunFromContext(ctx)
+		if r.Owner[:1] == "a" && reset.CompareAndSwap(false, true) {
+			proxy.Cut() // every connection of a is reset...
+			proxy.Restore()
+		}
+		return occ.record(ctx)
+	}
+	var evA, evB events
+	a := newScheduler(t, storeA, WithInstanceID("a"), WithObserver(evA.observe),
+		WithClock(skewedClock{clockwork.NewRealClock(), 150 * time.Millisecond})) // a fires first
+	b := newScheduler(t, storeB, WithInstanceID("b"), WithObserver(evB.observe))
+	for _, s := range []*Scheduler{a, b} {
+		require.NoError(t, s.Register("reset", Every(time.Second), job, WithTTL(30*time.Second)))
+	}
+	require.NoError(t, a.Start())
+	require.NoError(t, b.Start())
+	time.Sleep(4500 * time.Millisecond) // real time is the point of this test
+	shutdown(t, a)
+	shutdown(t, b)
+
+	require.True(t, reset.Load(), "a ran an occurrence and reset its connections")
+	ms := occ.sorted("reset")
+	require.GreaterOrEqual(t, len(ms), 3)
+	requireOncePerStep(t, "reset", ms, time.Second)
+	for _, e := range append(evA.of(EventSkipped), evB.of(EventSkipped)...) {
+		assert.NotEqual(t, SkipLocked, e.Reason, "no occurrence found the lease still held (%s)", e.Occurrence)
+	}
+	assert.Equal(t, a.Stats().Started, a.Stats().Released, "a released every lease it won")
 }
