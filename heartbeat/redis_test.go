@@ -88,17 +88,24 @@ func TestStart_Redis_BlackholedHolderDoneBeforeOtherAcquires(t *testing.T) {
 		if !assert.NoError(t, r.err, "round %d", i) {
 			continue
 		}
+		// The server and this process share CLOCK_REALTIME (one machine):
+		// the holder must be done before its lease expires on the server,
+		// not merely before the server's 1s tolerance has passed too.
+		assert.True(t, r.done.Before(r.expiresAt),
+			"round %d: holder done %s after its lease expired on the server", i, r.done.Sub(r.expiresAt))
 		assert.True(t, r.done.Before(r.acquired),
 			"round %d: holder done %s after the other client acquired", i, r.done.Sub(r.acquired))
 		assert.ErrorIs(t, r.cause, heartbeat.ErrLeaseUnconfirmed, "round %d", i)
 		assert.Equal(t, r.cause, r.stopErr, "round %d: stop returns the cause", i)
 		assert.Greater(t, r.otherFence, r.holderFence, "round %d", i)
-		t.Logf("round %d: holder done %s before the other acquired", i, r.acquired.Sub(r.done))
+		t.Logf("round %d: holder done %s before its server-side expiry, %s before the other acquired",
+			i, r.expiresAt.Sub(r.done), r.acquired.Sub(r.done))
 	}
 }
 
 type blackholeResult struct {
-	done, acquired          time.Time // on this process's monotonic clock
+	done, acquired          time.Time // on this process's clock (monotonic and wall)
+	expiresAt               time.Time // the lease's last confirmed expiry, server time
 	cause, stopErr          error
 	holderFence, otherFence fencing.Token
 	err                     error // the round could not run
@@ -116,9 +123,14 @@ func blackholeRound(t *testing.T, holder, other lease.Store, proxy *testutil.Pro
 	}
 	r.holderFence = l.Fence
 	extended := make(chan struct{}, 1)
+	var mu sync.Mutex
+	expiresAt := l.ExpiresAt
 	hctx, stop, err := heartbeat.Start(ctx, holder, l, heartbeat.WithLogger(discard),
 		heartbeat.WithObserver(func(e heartbeat.Event) {
 			if e.Kind == heartbeat.EventExtended {
+				mu.Lock()
+				expiresAt = e.ExpiresAt
+				mu.Unlock()
 				select {
 				case extended <- struct{}{}:
 				default:
@@ -166,5 +178,8 @@ func blackholeRound(t *testing.T, holder, other lease.Store, proxy *testutil.Pro
 	r.done = doneAt()
 	r.cause = context.Cause(hctx)
 	r.stopErr = stop()
+	mu.Lock()
+	r.expiresAt = expiresAt
+	mu.Unlock()
 	return r
 }
