@@ -3,11 +3,9 @@ package heartbeat_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/cronguard/cronguard/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, testutil.LeakOptions()...)
+	testutil.VerifyTestMain(m)
 }

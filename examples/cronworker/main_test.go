@@ -17,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -25,7 +24,7 @@ import (
 // TestMain checks that a run leaves no goroutine behind: the replicas'
 // schedulers, heartbeats, Redis clients and the embedded Redis are all
 // stopped and waited for.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.LeakOptions()...) }
+func TestMain(m *testing.M) { testutil.VerifyTestMain(m) }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a run.
 type syncBuffer struct {
