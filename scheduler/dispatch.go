@@ -52,23 +52,10 @@ func (g *group) members() []*job {
 	return g.jobs // append-only: the returned slice never changes
 }
 
-// firing is one occurrence of a job, as mapped at the group's firing.
-type firing struct {
-	occ     time.Time
-	maxSkew time.Duration
-}
-
 // acquireTask is a queue entry: acquire the lease of job for firing.
 type acquireTask struct {
 	job *job
 	f   firing
-}
-
-// pendingState is a job's place in the acquire pipeline; guarded by job.mu.
-type pendingState struct {
-	busy    bool   // an acquire of this job is queued or in flight
-	next    firing // the firing to acquire after it, if hasNext
-	hasNext bool
 }
 
 // fireGroup is the gocron task of group g.
@@ -83,45 +70,31 @@ func (s *Scheduler) fireGroup(g *group) {
 // dispatch hands one firing of j to the acquire queue, or keeps it as j's
 // next firing while an earlier one is pending.
 func (s *Scheduler) dispatch(j *job, f firing) {
-	if !j.firstFiring(f.occ.UnixMilli()) {
-		s.debug(j, f.occ, "duplicate firing of an occurrence already handled here: dropped")
-		return
-	}
-	j.mu.Lock()
-	if j.pending.busy {
-		prev, hadPrev := j.pending.next, j.pending.hasNext
-		j.pending.next, j.pending.hasNext = f, true
-		j.mu.Unlock()
-		if hadPrev {
-			s.skip(j, prev.occ, SkipOverrun, nil)
+	res, superseded, ok := j.pipe.offer(f)
+	switch res {
+	case offerQueue:
+		s.enqueue(j, f)
+	case offerWait:
+		if ok {
+			s.skip(j, superseded.occ, SkipOverrun, nil)
 		}
-		return
-	}
-	j.pending.busy = true
-	j.mu.Unlock()
-	if !s.queue.push(acquireTask{job: j, f: f}) {
-		s.settle(j)
-		s.skip(j, f.occ, SkipShutdown, nil)
+	case offerDuplicate:
+		s.debug(j, f.occ, "duplicate firing of an occurrence already handled here: dropped")
+	case offerLate:
+		s.debug(j, f.occ, "catch-up dropped: a newer occurrence of the job is being acquired")
 	}
 }
 
-// settle ends j's acquire: it queues j's next firing if one arrived
-// meanwhile, and otherwise marks j idle.
-func (s *Scheduler) settle(j *job) {
-	for {
-		j.mu.Lock()
-		if !j.pending.hasNext {
-			j.pending.busy = false
-			j.mu.Unlock()
-			return
-		}
-		f := j.pending.next
-		j.pending.hasNext = false
-		j.mu.Unlock()
-		if s.queue.push(acquireTask{job: j, f: f}) {
-			return
-		}
+// enqueue hands the busy firing f of j to the acquire workers. Once the
+// queue is closed (Shutdown), f and any firing waiting behind it are
+// skipped instead, and j goes idle.
+func (s *Scheduler) enqueue(j *job, f firing) {
+	for !s.queue.push(acquireTask{job: j, f: f}) {
 		s.skip(j, f.occ, SkipShutdown, nil)
+		var ok bool
+		if f, ok = j.pipe.done(); !ok {
+			return
+		}
 	}
 }
 
@@ -134,7 +107,9 @@ func (s *Scheduler) worker() {
 			return
 		}
 		s.attempt(t.job, t.f)
-		s.settle(t.job)
+		if next, ok := t.job.pipe.done(); ok {
+			s.enqueue(t.job, next)
+		}
 	}
 }
 

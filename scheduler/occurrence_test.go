@@ -70,12 +70,3 @@ func TestEveryPlan_Definition_StartsOnGrid(t *testing.T) {
 	assert.Less(t, now.Sub(last), p.d)
 }
 
-// gocron can fire one scheduled time twice; the second firing is dropped
-// before it reaches the store.
-func TestJob_FirstFiring_DropsRepeats(t *testing.T) {
-	var j job
-	assert.True(t, j.firstFiring(1000))
-	assert.False(t, j.firstFiring(1000), "the same occurrence again")
-	assert.False(t, j.firstFiring(999), "an older occurrence")
-	assert.True(t, j.firstFiring(2000))
-}

@@ -56,30 +56,11 @@ type job struct {
 	timeout  time.Duration
 	owner    string
 
-	// lastFired is the latest occurrence (Unix ms) this replica fired for;
-	// gocron can fire one scheduled time twice, and the second is dropped
-	// here without a store round trip.
-	lastFired atomic.Int64
+	// pipe is the job's place in the acquire path (pipeline.go).
+	pipe pipeline
 	// current is the run of the job whose function executes on this
 	// replica, or nil.
 	current atomic.Pointer[run]
-
-	mu      sync.Mutex
-	pending pendingState // guarded by mu
-}
-
-// firstFiring records occ as fired and reports whether it is newer than
-// every occurrence fired before.
-func (j *job) firstFiring(occ int64) bool {
-	for {
-		last := j.lastFired.Load()
-		if occ <= last {
-			return false
-		}
-		if j.lastFired.CompareAndSwap(last, occ) {
-			return true
-		}
-	}
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts

@@ -99,11 +99,9 @@ func (s *Scheduler) stillRunning(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, j := range s.jobsSnapshot() {
-		j.mu.Lock()
-		if j.pending.busy {
+		if j.pipe.acquiring() {
 			acquiring = append(acquiring, j.name)
 		}
-		j.mu.Unlock()
 	}
 	slices.Sort(running)
 	running = slices.Compact(running)
