@@ -81,7 +81,7 @@ func (p *everyPlan) occurrence(now time.Time) (time.Time, time.Duration) {
 }
 
 func (p *everyPlan) prev(t time.Time) (time.Time, bool) { return p.point(p.index(t)), true }
-func (p *everyPlan) next(t time.Time) time.Time        { return p.point(p.index(t) + 1) }
+func (p *everyPlan) next(t time.Time) time.Time         { return p.point(p.index(t) + 1) }
 
 func (p *everyPlan) between(a, b time.Time, limit int) (int, time.Time, time.Time, bool) {
 	first := p.next(a)
@@ -122,7 +122,7 @@ func (p *cronPlan) occurrence(now time.Time) (time.Time, time.Duration) {
 }
 
 func (p *cronPlan) prev(t time.Time) (time.Time, bool) { return p.expr.Prev(t) }
-func (p *cronPlan) next(t time.Time) time.Time        { return p.expr.Next(t) }
+func (p *cronPlan) next(t time.Time) time.Time         { return p.expr.Next(t) }
 
 func (p *cronPlan) between(a, b time.Time, limit int) (int, time.Time, time.Time, bool) {
 	return p.expr.Between(a, b, limit)

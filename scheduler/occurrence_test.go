@@ -69,4 +69,3 @@ func TestEveryPlan_Definition_StartsOnGrid(t *testing.T) {
 	assert.Zero(t, (last.UnixNano()-int64(p.offset))%int64(p.d))
 	assert.Less(t, now.Sub(last), p.d)
 }
-
