@@ -139,6 +139,15 @@ func TestCheck_AcquireInFlight_NotExplained(t *testing.T) {
 			h.fault(history.FaultStop, "r3", 4500, 6600)
 			h.dropAll(5000, 6000)
 		}, []int64{5000, 6000}},
+		{"pause: miss fired before the acquire was sent", 10000, func(h *fleetHistory) {
+			// r3's acquire of 5000 waited behind a slow one and was sent
+			// at 6700, just before the pause: r1 and r2 had acquired 6000
+			// long before, so its lease cannot explain 6000's miss.
+			h.forget("r3", 5000, 6000, 7000)
+			h.attempt("r3", 5000, acquireError, 6700, 8820)
+			h.fault(history.FaultStop, "r3", 6710, 8810)
+			h.dropAll(6000)
+		}, []int64{6000}},
 		{"pause: miss after the lease's bound", 12000, func(h *fleetHistory) {
 			pausedAcquire(h)
 			h.dropAll(11000) // the lease lived until 10120 at most
