@@ -53,7 +53,6 @@ const acquireError = "error"
 // instant it ran, some time in [sent, latest], for the TTL plus the
 // server's tolerance.
 type flight struct {
-	replica     string
 	first, last int64 // the occurrences it may be for, Unix ms
 	sent        int64 // the earliest it may have run, server ms
 	latest      int64 // the latest it may have run, server ms
@@ -89,7 +88,7 @@ func (ix *indexed) pausedAcquires(job Job, f *fault) []flight {
 			continue
 		}
 		out = append(out, flight{
-			replica: f.target, first: e.Occurrence, last: e.Occurrence,
+			first: e.Occurrence, last: e.Occurrence,
 			sent: wallAt(e, e.Sent) / 1e6, latest: pausedUntil(e, f) / 1e6,
 			what: fmt.Sprintf("acquire by %s for %s, sent at %s, was in flight when %s was paused at %s (resumed %s, failed %s)",
 				f.target, ms(e.Occurrence), ms(wallAt(e, e.Sent)/1e6), f.target, ms(f.startWall/1e6), ms(f.endWall/1e6), ms(e.Wall/1e6)),
@@ -140,7 +139,7 @@ func (ix *indexed) killedAcquire(job Job, f *fault, step, slack int64) (flight, 
 		return flight{}, false // no occurrence fired after the last outcome
 	}
 	return flight{
-		replica: f.target, first: first, last: last,
+		first: first, last: last,
 		sent: max(sent, first-slack), latest: kill,
 		what: fmt.Sprintf("%s was killed at %s with an acquire for %s..%s in flight", f.target, ms(kill), ms(first), ms(last)),
 	}, true
