@@ -16,11 +16,14 @@
 //     earliest instant the lease may have ended is a sure violation.
 //  4. Liveness: every occurrence in the checked window ran, unless
 //     something explains the miss: the job's lease was held (by a running,
-//     stale or killed holder, as the histories show), Redis was down, no
-//     replica was healthy, or a replica may have claimed the round or taken
-//     the lease without recording it: an acquire whose reply was lost (a
-//     timeout, a cut connection), or one in flight when its replica was
-//     paused or killed. Unexplained misses are violations.
+//     stale or killed holder, as the histories show; when every replica
+//     acquired the occurrence late, behind a slow acquire, it is enough
+//     that each was told "locked" while a recorded lease may have been
+//     valid), Redis was down, no replica was healthy, or a replica may have
+//     claimed the round or taken the lease without recording it: an acquire
+//     whose reply was lost (a timeout, a cut connection: it may have run at
+//     any instant from its send to its failure), or one in flight when its
+//     replica was paused or killed. Unexplained misses are violations.
 //
 // An acquire is in flight across a pause (SIGSTOP) if it was sent before
 // the pause began and its failure was recorded after (the replica woke to

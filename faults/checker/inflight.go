@@ -43,9 +43,12 @@ func firingSlack(every time.Duration) int64 {
 	return min(every/10, maxFiringSlack).Milliseconds()
 }
 
-// acquireError is the Reason of an acquire_error whose outcome is unknown
-// (not locked, claimed or skew).
-const acquireError = "error"
+// Reasons of an acquire_error: a live lease held the key (locked), or the
+// outcome is unknown (error: not locked, claimed or skew).
+const (
+	reasonLocked = "locked"
+	acquireError = "error"
+)
 
 // flight is an acquire whose outcome its replica never learned because the
 // replica was paused or killed while it was in flight. If it ran and won,
