@@ -1,5 +1,6 @@
-// Package faults proves cronguard's safety under failure with real
-// processes and real faults (GitHub issue 8).
+// Package faults proves cronguard's safety and liveness under failure with
+// real processes and real faults: kills, pauses, partitions from Redis and
+// Redis restarts.
 //
 // TestFaults builds the replica binary (faults/cmd/replica) once, starts a
 // redis-server with AOF persistence (appendfsync always) and a PostgreSQL
@@ -17,14 +18,19 @@
 //     write of the same resource (in commit order);
 //  2. no occurrence has accepted writes from two runs;
 //  3. no two leases of one job were valid at the same server instant;
-//  4. every occurrence ran unless a fault explains why not;
+//  4. every occurrence ran unless a fault explains why not (a held lease,
+//     Redis down, no healthy replica, or a request whose outcome was lost
+//     in a fault, including one in flight when its replica was paused or
+//     killed, which may have claimed the round or held the lease for one
+//     TTL);
 //  5. a holder cut off from Redis had its context cancelled before another
 //     lease of its job was acquired.
 //
 // The test fails on any violation and prints the seed that reproduces the
 // schedule, and where it kept the histories, the accepted writes and the
-// logs; faults/cmd/recheck checks a kept run again without running it. See README.md for how to run the short and long forms and for
-// the figures of the last runs.
+// logs; faults/cmd/recheck checks a kept run again without running it.
+// See README.md for how to run the short and long forms and for the
+// figures of the last runs.
 //
 // What it does not prove: a schedule is random, not exhaustive; time on one
 // machine is shared by all processes (server time is the machine's

@@ -60,7 +60,7 @@ func (v Violation) String() string {
 type Miss struct {
 	Job         string
 	Occurrence  int64  // Unix ms
-	Reason      string // a short class: held, redis_down, no_healthy_replica, lost_reply
+	Reason      string // a short class: held, redis_down, in_flight, lost_reply, no_healthy_replica
 	Explanation string
 }
 

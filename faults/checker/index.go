@@ -2,6 +2,7 @@ package checker
 
 import (
 	"sort"
+	"time"
 
 	"github.com/cronguard/cronguard/faults/history"
 )
@@ -18,8 +19,12 @@ type leaseRec struct {
 	// mayEndAt is the server ms lower bound of a Release whose outcome is
 	// unknown: its reply was lost, or the replica was killed after its run
 	// returned. 0 if none.
-	mayEndAt   int64
-	sent, mono int64 // acquire send and reply, CLOCK_MONOTONIC ns
+	mayEndAt int64
+	// extendMayRunUntil is the latest server ms at which an Extend whose
+	// outcome its replica never learned (it was in flight when the replica
+	// was paused or killed) may have run, 0 if none: see unrecordedExtends.
+	extendMayRunUntil int64
+	sent, mono        int64 // acquire send and reply, CLOCK_MONOTONIC ns
 
 	runStart, runEnd, ctxDone int64 // CLOCK_MONOTONIC ns, 0 if not recorded
 	runEndWall                int64 // Unix ns, 0 if not recorded
@@ -42,12 +47,17 @@ func (l *leaseRec) end() int64 {
 // blocksUntil is when the lease stops blocking an acquire, in server ms:
 // its release, or its expiry plus the server's tolerance. It is the latest
 // the lease may have ended: a Release whose outcome is unknown may not have
-// run.
-func (l *leaseRec) blocksUntil() int64 {
-	if l.releasedAt != 0 && l.releasedAt < l.expiresAt {
+// run, and an Extend whose outcome is unknown may have moved the expiry to
+// the instant it ran plus ttl, the lease's TTL.
+func (l *leaseRec) blocksUntil(ttl time.Duration) int64 {
+	expires := l.expiresAt
+	if l.extendMayRunUntil != 0 {
+		expires = max(expires, l.extendMayRunUntil+ttl.Milliseconds())
+	}
+	if l.releasedAt != 0 && l.releasedAt < expires {
 		return l.releasedAt
 	}
-	return l.expiresAt + Tolerance.Milliseconds()
+	return expires + Tolerance.Milliseconds()
 }
 
 // fault is one injected fault, with both clocks.
@@ -74,6 +84,11 @@ type indexed struct {
 	replicas map[string]bool
 	ready    map[string][]int64 // replica -> Ready walls (ns)
 	shutdown int64              // first Shutdown wall (ns)
+	// history holds each replica's (and the harness's) events in Mono
+	// order.
+	history map[string][]history.Event
+	// extendErrors are the failed Extends, in Mono order.
+	extendErrors []history.Event
 }
 
 func index(events []history.Event) *indexed {
@@ -83,6 +98,7 @@ func index(events []history.Event) *indexed {
 		runs:     map[key][]*leaseRec{},
 		replicas: map[string]bool{},
 		ready:    map[string][]int64{},
+		history:  map[string][]history.Event{},
 	}
 	evs := append([]history.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
@@ -94,6 +110,7 @@ func index(events []history.Event) *indexed {
 		return nil
 	}
 	for _, e := range evs {
+		ix.history[e.Replica] = append(ix.history[e.Replica], e)
 		switch e.Kind {
 		case history.Ready:
 			ix.replicas[e.Replica] = true
@@ -136,6 +153,8 @@ func index(events []history.Event) *indexed {
 			if l := get(e); l != nil && e.ExpiresAt > l.expiresAt {
 				l.expiresAt = e.ExpiresAt
 			}
+		case history.ExtendError:
+			ix.extendErrors = append(ix.extendErrors, e)
 		case history.Release:
 			if l := get(e); l != nil {
 				l.releasedAt, l.releaseSeen = e.SentWall/1e6, true
@@ -177,6 +196,7 @@ func index(events []history.Event) *indexed {
 			l.mayEndAt = l.runEndWall / 1e6
 		}
 	}
+	ix.unrecordedExtends()
 	return ix
 }
 

@@ -22,13 +22,14 @@ func checkMisses(in Input, ix *indexed, r *Report) {
 		if step <= 0 {
 			continue
 		}
+		flights := ix.flights(job)
 		first := (from.UnixMilli() + step - 1) / step * step
 		for o := first; o <= to.UnixMilli(); o += step {
 			r.Occurrences++
 			if len(ix.runs[key{job.Name, o}]) > 0 {
 				continue
 			}
-			reason, why := explain(in, ix, leases[job.Name], job, o)
+			reason, why := explain(in, ix, leases[job.Name], flights, job, o)
 			if reason == "" {
 				r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o,
 					Detail: "missed without explanation; attempts: " + attempts(ix.attempts[key{job.Name, o}])})
@@ -67,36 +68,53 @@ func window(in Input, ix *indexed) (from, to time.Time) {
 }
 
 // explain returns why occurrence o of job did not run, or "" if nothing
-// does. Times are Unix ms; a replica fires o within half an interval.
-func explain(in Input, ix *indexed, leases []*leaseRec, job Job, o int64) (reason, why string) {
+// does. Times are Unix ms; a replica fires o within half an interval, or
+// later when its previous acquire of the job was still pending (as the
+// times of its attempts show).
+func explain(in Input, ix *indexed, leases []*leaseRec, flights []flight, job Job, o int64) (reason, why string) {
 	step := job.Every.Milliseconds()
 	fireEnd := o + step/2
 	tol, slack := Tolerance.Milliseconds(), in.Slack.Milliseconds()
 	for _, l := range leases {
-		if l.acquiredAt <= fireEnd && l.blocksUntil() > o && l.occurrence != o {
-			return "held", fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
+		if l.acquiredAt <= fireEnd && l.blocksUntil(job.TTL) > o && l.occurrence != o {
+			why := fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
 				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
+			if l.extendMayRunUntil != 0 {
+				why += fmt.Sprintf(", and blocked until %s if an extend in flight when %s was paused or killed ran",
+					ms(l.blocksUntil(job.TTL)), l.replica)
+			}
+			return "held", why
 		}
+	}
+	if why := ix.lockedOut(leases, job, o); why != "" {
+		return "held", why
 	}
 	for _, f := range ix.faults {
 		if f.kind == history.FaultRedisRestart && f.startWall/1e6 <= fireEnd && recovered(f)/1e6+slack >= o {
 			return "redis_down", fmt.Sprintf("redis restart %s..%s", ms(f.startWall/1e6), ms(recovered(f)/1e6))
 		}
 	}
-	// A reply lost in a fault: the acquire may have run on the server and
-	// claimed the round or taken the lease, unrecorded, until its TTL.
-	lingers := job.TTL.Milliseconds() + tol + slack
-	for _, f := range ix.faults {
-		if f.kind == history.FaultKill && f.startWall/1e6 <= fireEnd && f.startWall/1e6+lingers >= o {
-			return "lost_reply", fmt.Sprintf("%s killed at %s: an acquire in flight may hold the lease unrecorded", f.target, ms(f.startWall/1e6))
-		}
+	// An acquire in flight when its replica was paused or killed may have
+	// run on the server and claimed the round or taken the lease,
+	// unrecorded, until its TTL.
+	if why := explainFlight(flights, job, o); why != "" {
+		return "in_flight", why
 	}
+	// A reply lost in a fault: the acquire may have run on the server at
+	// any instant from its send to its failure, and claimed the round or
+	// taken the lease, unrecorded, until its TTL. One in flight across a
+	// pause is a flight, bounded above.
+	lingers := job.TTL.Milliseconds() + tol + slack
 	for _, es := range ix.attempts {
 		for _, e := range es {
-			at := e.Wall / 1e6
-			if e.Job == job.Name && e.Kind == history.AcquireError && e.Reason == "error" && at <= fireEnd && at+lingers >= o {
-				return "lost_reply", fmt.Sprintf("acquire by %s for %s failed at %s (%s): it may have run on the server",
-					e.Replica, ms(e.Occurrence), ms(at), shorten(e.Err))
+			at, sent := e.Wall/1e6, e.Wall/1e6
+			if e.Sent != 0 {
+				sent = wallAt(e, e.Sent) / 1e6
+			}
+			if e.Job == job.Name && e.Kind == history.AcquireError && e.Reason == acquireError && sent <= fireEnd && at+lingers >= o &&
+				!ix.pausedRequest(e) {
+				return "lost_reply", fmt.Sprintf("acquire by %s for %s, sent at %s, failed at %s (%s): it may have run on the server",
+					e.Replica, ms(e.Occurrence), ms(sent), ms(at), shorten(e.Err))
 			}
 		}
 	}
@@ -104,6 +122,48 @@ func explain(in Input, ix *indexed, leases []*leaseRec, job Job, o int64) (reaso
 		return "no_healthy_replica", "every replica was down, stopped or cut off"
 	}
 	return "", ""
+}
+
+// lockedOut explains the miss of occurrence o by recorded leases when
+// every replica acquired o late, after its usual firing window (its
+// previous acquire of the job was still pending), and was told "locked"
+// while a recorded lease of another occurrence may have been the one it
+// met: each attempt ran on the server some time between its send and its
+// reply, and that span overlaps the lease's validity. It returns "" unless
+// every replica has such an attempt.
+func (ix *indexed) lockedOut(leases []*leaseRec, job Job, o int64) string {
+	var parts []string
+	for _, name := range ix.replicaNames() {
+		part := ""
+		for _, a := range ix.attempts[key{job.Name, o}] {
+			if a.Replica != name || a.Kind != history.AcquireError || a.Reason != reasonLocked || a.Sent == 0 {
+				continue
+			}
+			sent, told := wallAt(a, a.Sent)/1e6, a.Wall/1e6
+			for _, l := range leases {
+				if l.occurrence != o && l.acquiredAt <= told && sent < l.blocksUntil(job.TTL) {
+					part = fmt.Sprintf("%s's acquire (sent %s, told locked %s) met lease %d of %s (occurrence %s, valid %s..%s)",
+						name, ms(sent), ms(told), l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
+					break
+				}
+			}
+		}
+		if part == "" {
+			return ""
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// replicaNames returns the replicas' names in order.
+func (ix *indexed) replicaNames() []string {
+	out := make([]string, 0, len(ix.replicas))
+	for name := range ix.replicas {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // recovered returns when a fault's effect ended (wall ns): the restarted

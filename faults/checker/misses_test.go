@@ -1,0 +1,101 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/faults/history"
+)
+
+// verdict runs the checker on h and returns the occurrences missed without
+// explanation and the reasons of the explained misses.
+func verdict(t *testing.T, h *fleetHistory) (violations []int64, reasons map[int64]string) {
+	t.Helper()
+	r := h.check()
+	for _, v := range r.Violations {
+		require.Equal(t, 4, v.Check, v.String())
+		violations = append(violations, v.Occurrence)
+	}
+	reasons = map[int64]string{}
+	for _, m := range r.Misses {
+		reasons[m.Occurrence] = m.Reason
+	}
+	return violations, reasons
+}
+
+// An acquire whose reply was lost may have run on the server from the
+// moment it was sent, not only when its failure was recorded: Redis
+// stalled, the acquire timed out long after it was sent.
+func TestCheck_LostReply_FromSend(t *testing.T) {
+	tests := []struct {
+		name       string
+		sent, fail int64 // the lost acquire of 5000 by r2, ms
+		want       []int64
+	}{
+		{"sent within the firing window, failed after it", 5000, 5800, nil},
+		{"sent after the firing window", 5600, 7100, []int64{5000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()
+			h.dropAll(5000)
+			h.attempt("r2", 5000, acquireError, tt.sent, tt.fail)
+			violations, reasons := verdict(t, h)
+			assert.Equal(t, tt.want, violations)
+			if tt.want == nil {
+				assert.Equal(t, "lost_reply", reasons[5000])
+			}
+		})
+	}
+}
+
+// lateLease makes r2's lease of 4000 a late one: its acquire, queued
+// behind a slow one, ran at 5600; the run lasts until 5800 and releases
+// at 5801.
+func lateLease(h *fleetHistory) {
+	h.dropAll(4000)
+	base := func(kind history.Kind, at int64) history.Event {
+		e := ev("r2", kind, at)
+		e.Job, e.Occurrence, e.Fence = job.Name, 4000, 4
+		return e
+	}
+	acq := base(history.Acquire, 5601)
+	acq.Sent, acq.AcquiredAt, acq.ExpiresAt = 5599*msNs, 5600, 7600
+	rel := base(history.Release, 5802)
+	rel.Sent, rel.SentWall = 5801*msNs, 5801*msNs
+	w := base(history.WriteAccepted, 5799)
+	w.WriteID = 4
+	h.events = append(h.events, acq, base(history.RunStart, 5602), w, base(history.RunEnd, 5800), rel)
+	h.writes = append(h.writes, history.Write{ID: 4, Replica: "r2", Job: job.Name, Occurrence: 4000, Fence: 4})
+}
+
+// A lease acquired after an occurrence's usual firing window still
+// explains its miss when every replica's acquire of the occurrence, late
+// too, was told "locked" while that lease may have been valid.
+func TestCheck_LockedOut(t *testing.T) {
+	tests := []struct {
+		name   string
+		r1, r2 [2]int64 // the locked acquires of 5000: sent, told
+		want   []int64
+	}{
+		{"every replica met the late lease", [2]int64{5650, 5652}, [2]int64{5660, 5663}, nil},
+		{"one replica was told locked after the lease was released", [2]int64{5650, 5652}, [2]int64{5850, 5852}, []int64{5000}},
+		{"one replica was told locked before the lease was acquired", [2]int64{5400, 5402}, [2]int64{5660, 5663}, []int64{5000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()
+			lateLease(h)
+			h.dropAll(5000)
+			h.attempt("r1", 5000, reasonLocked, tt.r1[0], tt.r1[1])
+			h.attempt("r2", 5000, reasonLocked, tt.r2[0], tt.r2[1])
+			violations, reasons := verdict(t, h)
+			assert.Equal(t, tt.want, violations)
+			if tt.want == nil {
+				assert.Equal(t, "held", reasons[5000])
+			}
+		})
+	}
+}
