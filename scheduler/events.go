@@ -14,10 +14,21 @@ type EventKind int
 const (
 	// EventSkipped: this replica did not run the occurrence; Reason says why.
 	EventSkipped EventKind = iota + 1
+	// EventAcquireRetrying: an acquire failed with a transient error (Err;
+	// the store unavailable or timed out); it is tried again (Attempt is the
+	// attempt that failed) while the occurrence is current.
+	EventAcquireRetrying
 	// EventAcquireFailed: the store could not be asked (unavailable,
-	// timeout, ...); Err says why. The occurrence may run elsewhere.
+	// timeout, ...) before the occurrence stopped being current; Err says
+	// why. The occurrence may run elsewhere; if it runs nowhere, the next
+	// winner reports it missed.
 	EventAcquireFailed
-	// EventStarted: this replica won the lease and is calling the job.
+	// EventMissed: this replica won Occurrence and the ledger shows
+	// occurrences before it that ran nowhere (Missed).
+	EventMissed
+	// EventStarted: this replica won the lease and is calling the job;
+	// Lateness is how long after the occurrence it started, CatchUp says
+	// whether it is a catch-up run.
 	EventStarted
 	// EventSucceeded: the job returned nil within its timeout.
 	EventSucceeded
@@ -50,8 +61,12 @@ func (k EventKind) String() string {
 	switch k {
 	case EventSkipped:
 		return "skipped"
+	case EventAcquireRetrying:
+		return "acquire retrying"
 	case EventAcquireFailed:
 		return "acquire failed"
+	case EventMissed:
+		return "missed"
 	case EventStarted:
 		return "started"
 	case EventSucceeded:
@@ -131,9 +146,24 @@ type Event struct {
 	Reason     SkipReason    // for EventSkipped
 	Fence      fencing.Token // the run's fencing token, once acquired
 	LeaseID    string        // the lease ID in short form (lease.ShortID), once acquired
+	CatchUp    bool          // the run is a catch-up (WithCatchUp), once acquired
+	Lateness   time.Duration // for started: how long after the occurrence the run started
 	Duration   time.Duration // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
 	Remaining  time.Duration // for lease lost: how long the lease had left to its local deadline
-	Err        error         // the error, for failed, panicked, timed out, cancelled, lease lost, acquire failed, and skips the store answered (locked, claimed, clock skew)
+	Attempt    int           // for acquire retrying: the attempt that failed (1 for the first)
+	Missed     Missed        // for missed: the occurrences that ran nowhere
+	Err        error         // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
+}
+
+// Missed describes occurrences of a job that ran nowhere, as the ledger
+// tells: the winner of an occurrence learns the occurrence claimed before
+// it, and every occurrence of the schedule strictly between the two was
+// claimed by no replica.
+type Missed struct {
+	Count  int       // how many occurrences ran nowhere: at least Count when Capped
+	First  time.Time // the first of them
+	Last   time.Time // the last of them
+	Capped bool      // there were more than MaxMissedCount; Count is MaxMissedCount
 }
 
 // Stats are running totals of what this Scheduler did, since New.
@@ -151,21 +181,31 @@ type Stats struct {
 	SkipShutdown  uint64 // occurrences skipped: shutting down
 	SkipOverrun   uint64 // occurrences skipped: this replica was still acquiring earlier ones
 	SkipRunning   uint64 // occurrences skipped: an earlier run still executed on this replica
-	AcquireFailed uint64 // occurrences not run: the store could not be asked
+	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
+	Retries       uint64 // acquires retried after a transient error
+	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
+	CatchUps      uint64 // catch-up runs started (WithCatchUp)
 }
 
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	kinds   [numEventKinds]atomic.Uint64
-	reasons [numSkipReasons]atomic.Uint64
+	kinds    [numEventKinds]atomic.Uint64
+	reasons  [numSkipReasons]atomic.Uint64
+	missed   atomic.Uint64
+	catchUps atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
 	if e.Kind > 0 && e.Kind < numEventKinds {
 		c.kinds[e.Kind].Add(1)
 	}
-	if e.Kind == EventSkipped && e.Reason > 0 && e.Reason < numSkipReasons {
+	switch {
+	case e.Kind == EventSkipped && e.Reason > 0 && e.Reason < numSkipReasons:
 		c.reasons[e.Reason].Add(1)
+	case e.Kind == EventMissed:
+		c.missed.Add(uint64(e.Missed.Count))
+	case e.Kind == EventStarted && e.CatchUp:
+		c.catchUps.Add(1)
 	}
 }
 
@@ -178,6 +218,7 @@ func (c *counters) snapshot() Stats {
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
 		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning),
-		AcquireFailed: k(EventAcquireFailed),
+		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying),
+		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(),
 	}
 }

@@ -77,6 +77,9 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	if s.release(r) {
 		s.emit(r.event(EventReleased, nil))
 	}
+	if latest, ok := r.job.plan.prev(s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
+		s.catchUp(r.job) // occurrences came due while it ran, and found it locked
+	}
 }
 
 // outcome logs how the run ended and returns its end event.

@@ -186,6 +186,7 @@ type JobOption func(*jobConfig) error
 type jobConfig struct {
 	ttl     time.Duration
 	timeout time.Duration
+	catchUp time.Duration
 	owner   string
 }
 
@@ -220,6 +221,35 @@ func WithTimeout(d time.Duration) JobOption {
 			return invalidOption("WithTimeout: timeout must be positive, got %s", d)
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// WithCatchUp makes the job catch up an occurrence that ran nowhere, once,
+// late, if it is at most window old: when the scheduler starts (or the job
+// is registered after Start), and when a run of the job ends after later
+// occurrences came due while it ran, the scheduler claims the job's latest
+// occurrence at or before now. The claim is a normal round claim: it wins
+// only if no replica claimed that occurrence or a later one, so a
+// catch-up runs once however many replicas try, never runs an occurrence
+// that ran, and never one older than window. The run's Run.CatchUp is
+// set. The window also bounds the retries within an occurrence (a store
+// outage): they stop window after it, if that comes before the next
+// occurrence.
+//
+// Default: off. Turn it on for jobs whose every occurrence matters and
+// that run rarely, such as nightly or hourly jobs (a deploy that restarts
+// every replica across 02:00 then still runs the nightly job, late); leave
+// it off for high-frequency jobs, where the next occurrence comes soon
+// anyway. Occurrences older than the latest one are never caught up:
+// rounds only move forward, and the ledger reports them (EventMissed).
+// window must be positive.
+func WithCatchUp(window time.Duration) JobOption {
+	return func(c *jobConfig) error {
+		if window <= 0 {
+			return invalidOption("WithCatchUp: window must be positive, got %s", window)
+		}
+		c.catchUp = window
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,4 +105,49 @@ func TestScheduler_Run_ReleaseRetriesAfterConnectionReset(t *testing.T) {
 		assert.NotEqual(t, SkipLocked, e.Reason, "no occurrence found the lease still held (%s)", e.Occurrence)
 	}
 	assert.Equal(t, a.Stats().Started, a.Stats().Released, "a released every lease it won")
+}
+
+// redis-server is paused just before an occurrence and restarted during
+// its acquire window: the acquires in flight break (their outcome unknown,
+// rolled back) and are retried within the occurrence, which still runs
+// exactly once, late; nothing is reported missed.
+func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
+	occ := newOccurrences()
+	var ev events
+	var replicas []*Scheduler
+	for i := range 3 {
+		store, err := leaseredis.New(srv.Client(t))
+		require.NoError(t, err)
+		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)), WithObserver(ev.observe))
+		require.NoError(t, s.Register("restart", Every(2*time.Second), occ.record, WithTTL(3*time.Second)))
+		replicas = append(replicas, s)
+	}
+	for _, s := range replicas {
+		require.NoError(t, s.Start())
+	}
+	// The occurrence 4-6s from now; the server stops answering 200ms before it.
+	target := time.UnixMilli(time.Now().Add(4*time.Second).UnixMilli() / 2000 * 2000)
+	time.Sleep(time.Until(target.Add(-200 * time.Millisecond)))
+	srv.Pause()
+	time.Sleep(500 * time.Millisecond) // the acquires for target hang
+	srv.Restart()
+	time.Sleep(time.Until(target.Add(4500 * time.Millisecond))) // two more occurrences
+	for _, s := range replicas {
+		shutdown(t, s)
+	}
+
+	ms := occ.sorted("restart")
+	require.Contains(t, ms, target.UnixMilli(), "the occurrence during the restart ran")
+	from := slices.Index(ms, target.UnixMilli())
+	require.Greater(t, len(ms)-from, 2, "and the ones after it")
+	requireOncePerStep(t, "restart", ms, 2*time.Second) // no duplicate, no gap
+	assert.Empty(t, ev.of(EventMissed), "nothing ran nowhere")
+	for _, e := range ev.of(EventStarted) {
+		if e.Occurrence.Equal(target) {
+			assert.GreaterOrEqual(t, e.Lateness, 300*time.Millisecond, "it ran after the server came back")
+		}
+	}
+	assert.NotEmpty(t, ev.of(EventAcquireRetrying), "the acquires were retried")
 }

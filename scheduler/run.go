@@ -21,6 +21,9 @@ type Run struct {
 	Fence      fencing.Token // the run's fencing token (also in fencing.FromContext)
 	LeaseID    string        // the lease ID; a secret of sorts: log lease.ShortID(LeaseID)
 	Owner      string        // the holder label stored with the lease
+	// CatchUp is set when the run is a late claim of an occurrence that
+	// had not run (WithCatchUp), rather than the occurrence's own firing.
+	CatchUp bool
 }
 
 type runKey struct{}
@@ -62,6 +65,7 @@ func (r *run) event(kind EventKind, err error) Event {
 		Occurrence: r.info.Occurrence,
 		Fence:      r.lease.Fence,
 		LeaseID:    r.lease.LogID(),
+		CatchUp:    r.info.CatchUp,
 		Err:        err,
 	}
 }
@@ -83,14 +87,12 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		s.skip(j, occ, SkipRunning, nil)
 		return
 	}
-	// The acquire is not cancelled by Shutdown (an abandoned acquire may
-	// have taken the lease); it is bounded instead, and a lease won during
-	// shutdown is released at once.
-	actx, cancel := context.WithTimeout(context.Background(), min(j.ttl, MaxCleanup))
-	l, err := s.store.Acquire(actx, j.key, j.ttl, lease.WithRoundTime(occ, f.maxSkew), lease.WithOwner(j.owner))
-	cancel()
+	l, err := s.acquire(j, f)
 	switch {
 	case err == nil:
+	case f.catchUp && (errors.Is(err, lease.ErrLocked) || errors.Is(err, lease.ErrRoundClaimed)):
+		s.debug(j, occ, "nothing to catch up: the occurrence (or a later one) was claimed, or the job is running", slog.Any("answer", err))
+		return
 	case errors.Is(err, lease.ErrLocked):
 		s.skip(j, occ, SkipLocked, err)
 		return
@@ -106,12 +108,13 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		s.emit(Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
 		return
 	}
+	s.reportMissed(j, l, occ)
 
 	r := &run{
 		job:   j,
 		lease: l,
 		done:  make(chan struct{}),
-		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner},
+		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner, CatchUp: f.catchUp},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String())),
 	}
@@ -174,9 +177,11 @@ func (s *Scheduler) execute(r *run) {
 	ctx = fencing.NewContext(ctx, r.lease.Fence)
 	ctx = context.WithValue(ctx, runKey{}, r.info)
 
-	s.emit(r.event(EventStarted, nil))
-	r.log.Info("job started")
 	r.began = s.cfg.clock.Now()
+	ev := r.event(EventStarted, nil)
+	ev.Lateness = r.began.Sub(r.info.Occurrence)
+	s.emit(ev)
+	r.log.Info("job started", slog.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
 	call(ctx, r.job.fn, &end)
 }
 

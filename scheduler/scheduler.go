@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,7 @@ type job struct {
 	fn       func(ctx context.Context) error
 	ttl      time.Duration
 	timeout  time.Duration
+	catchUp  time.Duration // WithCatchUp; 0: off
 	owner    string
 
 	// pipe is the job's place in the acquire path (pipeline.go).
@@ -140,52 +142,78 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
-	j := &job{name: name, key: key, schedule: sch, plan: p, fn: fn, ttl: jc.ttl, timeout: jc.timeout, owner: jc.owner}
+	j := &job{name: name, key: key, schedule: sch, plan: p, fn: fn, ttl: jc.ttl, timeout: jc.timeout, catchUp: jc.catchUp, owner: jc.owner}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("Register %q: %w", name, ErrShutdown)
+	started, err := s.add(j)
+	if err != nil {
+		return err
 	}
-	if _, dup := s.jobs[key]; dup {
-		return fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, name, key)
-	}
-	g, grouped := s.groups[p.groupKey()]
-	if !grouped {
-		g = &group{key: p.groupKey(), plan: p}
-	}
-	if s.started && !grouped {
-		if err := s.schedule(s.cron, g, j); err != nil {
-			return err
-		}
-	}
-	g.add(j)
-	s.groups[g.key] = g
-	s.jobs[key] = j
-	s.order = append(s.order, j)
-	if s.started {
-		s.startWorkersLocked()
+	if started {
+		s.catchUp(j)
 	}
 	return nil
 }
 
-// Start starts firing the registered jobs and returns at once. It fails with
+// add adds j to the scheduler, and to gocron when it runs already, and
+// reports whether it does.
+func (s *Scheduler) add(j *job) (started bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, fmt.Errorf("Register %q: %w", j.name, ErrShutdown)
+	}
+	if _, dup := s.jobs[j.key]; dup {
+		return false, fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, j.name, j.key)
+	}
+	g, grouped := s.groups[j.plan.groupKey()]
+	if !grouped {
+		g = &group{key: j.plan.groupKey(), plan: j.plan}
+	}
+	if s.started && !grouped {
+		if err := s.schedule(s.cron, g, j); err != nil {
+			return false, err
+		}
+	}
+	g.add(j)
+	s.groups[g.key] = g
+	s.jobs[j.key] = j
+	s.order = append(s.order, j)
+	if s.started {
+		s.startWorkersLocked()
+	}
+	return s.started, nil
+}
+
+// Start starts firing the registered jobs and returns at once; jobs with
+// WithCatchUp first try to catch up their latest occurrence. It fails with
 // ErrAlreadyStarted when called twice and ErrShutdown after Shutdown.
 func (s *Scheduler) Start() error {
+	jobs, err := s.start()
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		s.catchUp(j) // queues at most one acquire per job, never waits
+	}
+	return nil
+}
+
+// start starts gocron and the acquire workers and returns the jobs.
+func (s *Scheduler) start() ([]*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return fmt.Errorf("Start: %w", ErrShutdown)
+		return nil, fmt.Errorf("Start: %w", ErrShutdown)
 	case s.started:
-		return ErrAlreadyStarted
+		return nil, ErrAlreadyStarted
 	}
 	g, err := gocron.NewScheduler(
 		gocron.WithClock(s.cfg.clock),
 		gocron.WithLocation(s.cfg.location),
 	)
 	if err != nil {
-		return fmt.Errorf("scheduler: Start: gocron: %w", err)
+		return nil, fmt.Errorf("scheduler: Start: gocron: %w", err)
 	}
 	for _, j := range s.order {
 		grp := s.groups[j.plan.groupKey()]
@@ -194,14 +222,14 @@ func (s *Scheduler) Start() error {
 		}
 		if err := s.schedule(g, grp, j); err != nil {
 			_ = g.Shutdown()
-			return err
+			return nil, err
 		}
 	}
 	g.Start()
 	s.cron, s.started = g, true
 	s.startWorkersLocked()
 	s.log.Info("scheduler started", slog.Int("jobs", len(s.order)))
-	return nil
+	return slices.Clone(s.order), nil
 }
 
 // schedule adds group grp, whose first member is j, to g. A one-time
