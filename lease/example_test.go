@@ -21,7 +21,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("acquired", l.Key, "fence", l.Fence)
+	fmt.Println("acquired", l.Key, "owned by", l.Owner)
+	first := l.Fence
 
 	_, err = store.Acquire(ctx, "reports/daily", 30*time.Second)
 	fmt.Println("second acquire locked:", errors.Is(err, lease.ErrLocked))
@@ -39,12 +40,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("re-acquired with fence", l.Fence)
+	fmt.Println("re-acquired with a greater fence:", l.Fence > first)
 	// Output:
-	// acquired reports/daily fence 000000000000001
+	// acquired reports/daily owned by worker-1
 	// second acquire locked: true
 	// second release: not found
-	// re-acquired with fence 000000000000002
+	// re-acquired with a greater fence: true
 }
 
 func ExampleLock() {
@@ -68,10 +69,10 @@ func ExampleLock() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("acquired with fence", l.Fence)
+	fmt.Println("acquired with a greater fence:", l.Fence > holder.Fence)
 	// Output:
 	// timed out: true locked: true
-	// acquired with fence 000000000000002
+	// acquired with a greater fence: true
 }
 
 func ExampleWithRoundTime() {

@@ -144,3 +144,20 @@ const ExpiryTolerance = 1000 * time.Millisecond
 // and never blocks an acquire (lease/redis keeps only the ID index that
 // long; its record leaves Redis when the lease stops being live).
 const ExpiredRetention = 10 * time.Second
+
+// FencesPerMillisecond is the rate of the fence floor: every acquire issues
+// a fence of at least FenceFloor(server now), so that a fence counter lost
+// with the store's data (a restart without persistence, a failover to a
+// replica that lagged, a restored snapshot) resumes above every fence
+// issued before, as long as the server clock has not gone back by more
+// than the time since the last acquire. Stores issue max(last fence + 1,
+// FenceFloor(now)).
+const FencesPerMillisecond = 100
+
+// FenceFloor returns the least fence an acquire at server time now may
+// issue: now in Unix milliseconds times FencesPerMillisecond. It fits the
+// 15-digit fence until the year 2255.
+func FenceFloor(now time.Time) fencing.Token {
+	ms := max(now.UnixMilli(), 0)
+	return fencing.Token(ms) * FencesPerMillisecond
+}

@@ -126,5 +126,5 @@ func ExampleScheduler_Register() {
 	if err := s.Shutdown(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	// Output: report 2026-03-01T12:01:00Z 000000000000001
+	// Output: report 2026-03-01T12:01:00Z 177236646000000
 }

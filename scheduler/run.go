@@ -175,6 +175,7 @@ func (s *Scheduler) execute(r *run) {
 	}
 	r.unwatch = s.watchCancel(r, ctx)
 	ctx = fencing.NewContext(ctx, r.lease.Fence)
+	ctx = fencing.NewOccurrenceContext(ctx, r.info.Occurrence)
 	ctx = context.WithValue(ctx, runKey{}, r.info)
 
 	r.began = s.cfg.clock.Now()

@@ -80,11 +80,13 @@ func TestScheduler_Run_LeaseDeletedCancelsWithLeaseLost(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		var calls atomic.Int32
+		var runCtx atomic.Value
 		job := func(ctx context.Context) error {
 			if calls.Add(1) > 1 {
 				return nil
 			}
 			r, _ := RunFromContext(ctx)
+			runCtx.Store(ctx)
 			started <- r
 			<-ctx.Done()
 			f, ok := fencing.FromContext(ctx)
@@ -98,6 +100,12 @@ func TestScheduler_Run_LeaseDeletedCancelsWithLeaseLost(t *testing.T) {
 
 		r := <-started
 		require.NotZero(t, r.Fence)
+		fence, ok := fencing.FromContext(runCtx.Load().(context.Context))
+		require.True(t, ok)
+		assert.Equal(t, r.Fence, fence, "the fence, for fencing.Advance")
+		occ, ok := fencing.OccurrenceFromContext(runCtx.Load().(context.Context))
+		require.True(t, ok)
+		assert.True(t, occ.Equal(r.Occurrence), "and the occurrence, for fencing.AdvanceOnce")
 		require.NoError(t, store.Release(t.Context(), r.LeaseID))
 		res := <-done // the next heartbeat (ttl/3) finds the lease gone
 		assert.ErrorIs(t, res.cause, heartbeat.ErrLeaseLost)

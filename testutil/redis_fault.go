@@ -1,7 +1,10 @@
 package testutil
 
 import (
+	"os"
+	"path/filepath"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -63,6 +66,16 @@ func (r *Redis) signal(sig syscall.Signal, op string) {
 // running or does not come back.
 func (r *Redis) Restart() {
 	r.t.Helper()
+	r.RestartWith(nil)
+}
+
+// RestartWith is Restart with change called on the server's directory
+// (Dir) while the server is down, so that a test can remove or replace its
+// files: delete the append-only directory to restart it empty, as after a
+// crash without persistence, or put back an older copy of it (CopyAOF), as
+// after a restore from a snapshot. change may be nil.
+func (r *Redis) RestartWith(change func(dir string)) {
+	r.t.Helper()
 	r.mu.Lock()
 	cmd := r.cmd
 	r.cmd = nil
@@ -86,7 +99,49 @@ func (r *Redis) Restart() {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+	if change != nil {
+		change(r.Dir)
+	}
 	if err := r.start(); err != nil {
 		r.t.Fatalf("testutil: Redis.Restart: %v", err)
+	}
+}
+
+// AOFDir is the name of the append-only directory redis-server (7.0 and
+// later) keeps under Dir when started with --appendonly yes.
+const AOFDir = "appendonlydir"
+
+// CopyAOF copies the server's append-only directory to dst (created), as
+// it is on disk now: with --appendfsync always, every acknowledged write.
+// A later RestartWith that puts it back rolls the data back to this point.
+func (r *Redis) CopyAOF(dst string) {
+	r.t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(r.Dir, AOFDir))); err != nil {
+		r.t.Fatalf("testutil: Redis.CopyAOF: %v", err)
+	}
+}
+
+// RestoreAOF replaces the append-only directory in dir with the copy in
+// src; use it as RestartWith's change.
+func RestoreAOF(t testing.TB, src string) func(dir string) {
+	return func(dir string) {
+		aof := filepath.Join(dir, AOFDir)
+		if err := os.RemoveAll(aof); err != nil {
+			t.Errorf("testutil: RestoreAOF: %v", err)
+			return
+		}
+		if err := os.CopyFS(aof, os.DirFS(src)); err != nil {
+			t.Errorf("testutil: RestoreAOF: %v", err)
+		}
+	}
+}
+
+// WipeAOF removes the append-only directory in dir, so that the server
+// starts empty; use it as RestartWith's change.
+func WipeAOF(t testing.TB) func(dir string) {
+	return func(dir string) {
+		if err := os.RemoveAll(filepath.Join(dir, AOFDir)); err != nil {
+			t.Errorf("testutil: WipeAOF: %v", err)
+		}
 	}
 }

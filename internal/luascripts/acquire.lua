@@ -2,7 +2,7 @@
 --
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
--- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
+-- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires; never goes back)
 -- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
@@ -25,7 +25,7 @@
 --   {-3}                                   round not newer than the recorded one
 --                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
---   {-9}                                   unreadable record or round
+--   {-9}                                   unreadable record, round or fence counter
 --
 -- Order of checks: a claimed round first (the definitive answer: that
 -- occurrence ran or runs), then a live lease (held by an earlier round: an
@@ -70,7 +70,16 @@ if round > 0 then
   if skew > 0 and round > now + skew then return {-4} end
 end
 
-local fence = redis.call('INCR', KEYS[3])
+-- The fence never goes back, even if the counter was lost: it is the
+-- counter + 1, or the server clock's floor (now in ms * 100) if that is
+-- greater. A counter wiped or rolled back with the data resumes above every
+-- token issued before, unless the server clock went back by more than the
+-- time since the last acquire. Formatted as an integer: Lua numbers are
+-- doubles and would be stored as 1.8e+14.
+local counter = redis.call('GET', KEYS[3])
+if counter and not tonumber(counter) then return {-9} end
+local fence = math.max((tonumber(counter) or 0) + 1, now * 100)
+redis.call('SET', KEYS[3], string.format('%d', fence))
 local exp = now + tonumber(ARGV[2])
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","round":%d,"prev":%d,%s',
   ARGV[1], exp, now, fence, round, prev, ARGV[5]), 'PX', ARGV[3])

@@ -14,6 +14,34 @@ var fenceTests = []subtest{
 	{"PerKey", testFencePerKey},
 	{"UnchangedByFailedAcquires", testFenceFailedAcquires},
 	{"SurvivesExpiryAndRelease", testFenceSurvives},
+	{"FloorFollowsServerClock", testFenceFloor},
+}
+
+// requireNextFence checks that l's fence follows the rule every store
+// keeps: the key's previous fence + 1, or the fence floor at l's server
+// time if that is greater (lease.FenceFloor).
+func requireNextFence(t *testing.T, prev, l *lease.Lease, why string) {
+	t.Helper()
+	want := max(prev.Fence+1, lease.FenceFloor(l.AcquiredAt))
+	require.Equal(t, want, l.Fence, "%s: fence must be max(previous fence %s + 1, floor %s)", why, prev.Fence, lease.FenceFloor(l.AcquiredAt))
+}
+
+// testFenceFloor: every fence is at least the fence floor of its acquire's
+// server time, so that a counter lost with the store's data resumes above
+// every fence issued before.
+func testFenceFloor(t *testing.T, env Env) {
+	key := testKey(t, "k")
+	var prev *lease.Lease
+	for range 3 {
+		l := acquire(t, env, key, longTTL)
+		require.GreaterOrEqual(t, l.Fence, lease.FenceFloor(l.AcquiredAt), "fence %s is below the floor of its server time %s", l.Fence, l.AcquiredAt)
+		if prev != nil {
+			requireNextFence(t, prev, l, "consecutive acquires")
+		}
+		require.NoError(t, env.Store.Release(t.Context(), l.ID))
+		prev = l
+		env.Wait(3 * time.Millisecond) // let the server clock move on
+	}
 }
 
 func testFenceIncreasing(t *testing.T, env Env) {
@@ -45,7 +73,7 @@ func testFencePerKey(t *testing.T, env Env) {
 		prevB = l
 	}
 	a2 := acquire(t, env, a, longTTL)
-	require.Equal(t, a1.Fence+1, a2.Fence, "acquires of key b must not advance key a's fence")
+	requireNextFence(t, a1, a2, "acquires of key b must not advance key a's fence")
 }
 
 // testFenceFailedAcquires: only successful acquires consume a fence.
@@ -65,7 +93,7 @@ func testFenceFailedAcquires(t *testing.T, env Env) {
 	requireInvalid(t, err, "acquire with a zero TTL")
 
 	next := acquire(t, env, key, longTTL)
-	require.Equal(t, first.Fence+1, next.Fence, "failed acquires (locked, round claimed, clock skew, invalid) must not consume fences")
+	requireNextFence(t, first, next, "failed acquires (locked, round claimed, clock skew, invalid) must not consume fences")
 }
 
 func testFenceSurvives(t *testing.T, env Env) {

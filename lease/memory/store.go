@@ -14,7 +14,7 @@ import (
 )
 
 // maxFence is the largest fence a Store issues; it is the bound of the Redis
-// store's 15-digit fence as well.
+// store's 15-digit fence as well (the fence floor reaches it in 2255).
 const maxFence fencing.Token = 900_000_000_000_000
 
 // Store is an in-process lease.Store. The zero value is not usable: call New.
@@ -135,7 +135,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	for s.ids[id] != nil { // 128 random bits: never in practice
 		id = lease.NewID()
 	}
-	ks.fence++
+	ks.fence = max(ks.fence+1, lease.FenceFloor(now))
 	var prev int64
 	if o.Round > 0 {
 		prev, ks.round = ks.round, o.Round

@@ -69,15 +69,16 @@ func pausedAcquire(warmCtx context.Context, t *testing.T, opts rueidis.ClientOpt
 }
 
 // requireFreeAtOnce checks that "k" is free right after an ambiguous
-// acquire, and that the next acquire takes fence want.
-func requireFreeAtOnce(t *testing.T, st *Store, want int64) {
+// acquire, and that the next acquire takes a fence above after (the fence
+// counter left by the ambiguous acquire; 0 if it never ran).
+func requireFreeAtOnce(t *testing.T, st *Store, after int64) {
 	t.Helper()
 	locked, err := st.IsLocked(t.Context(), "k")
 	require.NoError(t, err)
 	assert.False(t, locked, "the ambiguous acquire left the key free")
 	l, err := st.Acquire(t.Context(), "k", time.Second)
 	require.NoError(t, err, "the key is free at once")
-	assert.EqualValues(t, want, l.Fence)
+	assert.Greater(t, int64(l.Fence), after)
 }
 
 // TestStore_Acquire_AmbiguousTimeoutIsRolledBack: the acquire is sent, the
@@ -90,9 +91,9 @@ func requireFreeAtOnce(t *testing.T, st *Store, want int64) {
 func TestStore_Acquire_AmbiguousTimeoutIsRolledBack(t *testing.T) {
 	got := pausedAcquire(t.Context(), t, rueidis.ClientOption{AlwaysPipelining: true, PipelineMultiplex: -1})
 	require.ErrorIs(t, got.err, lease.ErrTimeout)
-	assert.EqualValues(t, 1, got.fence, "the timed-out acquire did run on the server")
+	assert.Positive(t, got.fence, "the timed-out acquire did run on the server")
 	assert.Contains(t, got.logs, "rolled back an acquire whose outcome was unknown")
-	requireFreeAtOnce(t, got.store, 2)
+	requireFreeAtOnce(t, got.store, got.fence)
 }
 
 // TestStore_Acquire_AmbiguousTimeoutThatNeverRan: the other outcome. A
@@ -110,7 +111,7 @@ func TestStore_Acquire_AmbiguousTimeoutThatNeverRan(t *testing.T) {
 	require.ErrorIs(t, got.err, lease.ErrTimeout)
 	assert.Zero(t, got.fence, "the acquire was dropped with its connection")
 	assert.Contains(t, got.logs, "acquire whose outcome was unknown did not take effect")
-	requireFreeAtOnce(t, got.store, 1)
+	requireFreeAtOnce(t, got.store, 0)
 }
 
 // TestStore_Acquire_AbortedBeforeSendLeavesNothing: a canceled context
@@ -160,7 +161,7 @@ func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
 	ks, _ := keysFor(prefix, "k")
 	fence, ferr := srv.client.Do(ctx, srv.client.B().Get().Key(ks.fence).Build()).AsInt64()
 	require.NoError(t, ferr)
-	assert.EqualValues(t, 2, fence, "the acquire ran on the server")
+	assert.Greater(t, fence, int64(l.Fence), "the acquire ran on the server")
 	assert.Contains(t, logs.String(), "rolled back an acquire whose outcome was unknown: lease released, round given back")
 
 	locked, err := other.IsLocked(ctx, "k")
@@ -169,7 +170,7 @@ func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
 	again, err := other.Acquire(ctx, "k", time.Minute, lease.WithRound(200))
 	require.NoError(t, err, "the occurrence can still be claimed")
 	assert.Equal(t, int64(100), again.PrevRound, "the round record was set back")
-	assert.EqualValues(t, 3, again.Fence, "fences never go back")
+	assert.Greater(t, int64(again.Fence), fence, "fences never go back")
 }
 
 // TestStore_Acquire_RefusedConnectionIsNotRolledBack: a connection that

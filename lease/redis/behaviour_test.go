@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"bytes"
 	"log/slog"
 	"testing"
@@ -46,7 +47,7 @@ func TestStore_Acquire_ClockSkewRecordsNothing(t *testing.T) {
 
 	l, err := st.Acquire(ctx, "k", time.Second, lease.WithRoundTime(time.Now().Add(time.Second), 5*time.Second))
 	require.NoError(t, err, "a round within the skew is accepted")
-	assert.EqualValues(t, 1, l.Fence)
+	assert.Equal(t, lease.FenceFloor(l.AcquiredAt), l.Fence, "the first fence is the floor: the refusal took none")
 }
 
 func TestStore_Acquire_RoundTooLargeIsInvalid(t *testing.T) {
@@ -149,13 +150,42 @@ func TestStore_Acquire_FenceWarningLogged(t *testing.T) {
 	var buf bytes.Buffer
 	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
 	ks, _ := keysFor(st.prefix, "secret-key")
-	require.NoError(t, srv.client.Do(t.Context(), srv.client.B().Set().Key(ks.fence).Value("90000000000000").Build()).Error())
+	require.NoError(t, srv.client.Do(t.Context(), srv.client.B().Set().Key(ks.fence).Value("850000000000000").Build()).Error())
 	l, err := st.Acquire(t.Context(), "secret-key", time.Second)
 	require.NoError(t, err)
-	assert.EqualValues(t, 90_000_000_000_001, l.Fence)
+	assert.EqualValues(t, 850_000_000_000_001, l.Fence)
 	assert.Contains(t, buf.String(), "fence counter nearing its limit")
 	assert.NotContains(t, buf.String(), "secret-key", "raw keys are not logged")
 	assert.NotContains(t, buf.String(), l.ID, "raw IDs are not logged")
+}
+
+// A counter far ahead of the server clock's floor is logged: if the store
+// lost it, fences would resume below it.
+func TestStore_Acquire_FenceAheadOfFloorLogged(t *testing.T) {
+	srv := startServer(t)
+	var buf bytes.Buffer
+	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	ks, _ := keysFor(st.prefix, "k")
+	ahead := lease.FenceFloor(time.Now().Add(24 * time.Hour))
+	require.NoError(t, srv.client.Do(t.Context(), srv.client.B().Set().Key(ks.fence).Value(fmt.Sprint(uint64(ahead))).Build()).Error())
+	l, err := st.Acquire(t.Context(), "k", time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, ahead+1, l.Fence, "the counter, not the floor: fences never go back")
+	assert.Contains(t, buf.String(), "fence counter runs ahead of the server clock's floor")
+}
+
+// A fence counter that is not a number is unreadable: the acquire fails
+// and takes nothing, rather than restart the counter.
+func TestStore_Acquire_GarbledFenceCounterIsInternal(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ks, _ := keysFor(st.prefix, "k")
+	require.NoError(t, srv.client.Do(t.Context(), srv.client.B().Set().Key(ks.fence).Value("not-a-number").Build()).Error())
+	_, err := st.Acquire(t.Context(), "k", time.Second)
+	require.ErrorIs(t, err, lease.ErrInternal)
+	locked, err := st.IsLocked(t.Context(), "k")
+	require.NoError(t, err)
+	assert.False(t, locked)
 }
 
 func TestNew_Options(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -124,7 +125,7 @@ func (s *Store) recordReply(ctx context.Context, op, what string, resp rueidis.R
 		return parsedRecord{}, internalErr(op, what, err)
 	}
 	if p.fence > fenceWarn {
-		s.log.Warn("fence counter nearing its limit", "key", what, "fence", uint64(p.fence), "limit", int64(fenceMax))
+		s.log.Warn("fence counter nearing its limit", "key", what, "fence", p.fence, "limit", fencing.Token(fenceMax))
 	}
 	return p, nil
 }

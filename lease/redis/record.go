@@ -10,12 +10,18 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// Fence thresholds. Fences are stored as 15 decimal digits; a counter past
-// fenceMax no longer fits comfortably and is refused, one past fenceWarn is
-// logged so operators act long before that.
+// Fence thresholds. Fences are stored as 15 decimal digits and follow the
+// server clock's floor (lease.FenceFloor: Unix ms * 100), so they reach
+// fenceMax in the year 2255, and fenceWarn in 2239: a fence past fenceMax
+// is refused, one past fenceWarn is logged so that operators act long
+// before. A fence that runs further ahead of its clock floor than
+// fenceAhead is logged too: a counter lost with the data would then resume
+// below it (more than 100 acquires per millisecond on one key, for a
+// minute, or a server clock that went back).
 const (
-	fenceMax  = 900_000_000_000_000
-	fenceWarn = 90_000_000_000_000
+	fenceMax   = 900_000_000_000_000
+	fenceWarn  = 850_000_000_000_000
+	fenceAhead = 60_000 * lease.FencesPerMillisecond
 )
 
 // record is the lease data stored at the data key, as JSON:

@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/rueidis"
 
+	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/internal/luascripts"
 	"github.com/cronguard/cronguard/internal/retry"
 	"github.com/cronguard/cronguard/lease"
@@ -172,9 +173,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		s.rollback(ctx, ks, ik, id, ttl, name)
 		return nil, internalErr(op, name, err)
 	}
-	if v[1] > fenceWarn {
-		s.log.Warn("fence counter nearing its limit", "key", keyName(ks), "fence", v[1], "limit", int64(fenceMax))
-	}
+	s.warnFence(keyName(ks), fence, time.UnixMilli(v[3]))
 	return lease.Attach(s, &lease.Lease{
 		Key:        nkey,
 		ID:         id,
@@ -187,6 +186,19 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		PrevRound:  v[4],
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
+}
+
+// warnFence logs a fence past fenceWarn (the year 2239 on the fence floor),
+// or further ahead of the fence floor at the acquire's server time than
+// fenceAhead: such a counter, if lost with the data, would resume below it.
+func (s *Store) warnFence(what string, fence fencing.Token, acquiredAt time.Time) {
+	switch {
+	case fence > fenceWarn:
+		s.log.Warn("fence counter nearing its limit", "key", what, "fence", fence, "limit", fencing.Token(fenceMax))
+	case fence > lease.FenceFloor(acquiredAt)+fenceAhead:
+		s.log.Warn("fence counter runs ahead of the server clock's floor; if the store lost its data, fences would go back",
+			"key", what, "fence", fence, "floor", lease.FenceFloor(acquiredAt))
+	}
 }
 
 // keyName names a lease key in errors and logs without revealing it:
