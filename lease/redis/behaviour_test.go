@@ -1,8 +1,8 @@
 package redis
 
 import (
-	"fmt"
 	"bytes"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
