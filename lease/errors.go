@@ -109,3 +109,40 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
+
+// Class names the sentinel err wraps with a short, stable word, for
+// metrics and logs: "locked", "claimed", "not_held", "not_found",
+// "clock_skew", "invalid", "acquire_timeout", "unavailable", "auth",
+// "timeout", "aborted" or "internal"; "" for nil and "other" for an error
+// that wraps none of them.
+func Class(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "other"
+}
+
+// classes are the sentinels Class knows, most specific first (Lock's
+// errors wrap both ErrAcquireTimeout and ErrLocked).
+var classes = []struct {
+	err  error
+	name string
+}{
+	{ErrAcquireTimeout, "acquire_timeout"},
+	{ErrLocked, "locked"},
+	{ErrRoundClaimed, "claimed"},
+	{ErrNotHeld, "not_held"},
+	{ErrNotFound, "not_found"},
+	{ErrClockSkew, "clock_skew"},
+	{ErrInvalidArgument, "invalid"},
+	{ErrUnavailable, "unavailable"},
+	{ErrAuth, "auth"},
+	{ErrTimeout, "timeout"},
+	{ErrAborted, "aborted"},
+	{ErrInternal, "internal"},
+}

@@ -58,3 +58,24 @@ func TestLease_Unattached(t *testing.T) {
 	err = l.Release(t.Context())
 	require.ErrorIs(t, err, lease.ErrInvalidArgument)
 }
+
+func TestClass(t *testing.T) {
+	for want, err := range map[string]error{
+		"":                nil,
+		"locked":          fmt.Errorf("x: %w", &lease.LockedError{Remaining: time.Second}),
+		"claimed":         fmt.Errorf("x: %w", lease.ErrRoundClaimed),
+		"not_held":        &lease.NotHeldError{Op: "release", Reason: lease.ReasonExpired},
+		"not_found":       lease.ErrNotFound,
+		"clock_skew":      lease.ErrClockSkew,
+		"invalid":         fmt.Errorf("%w: ttl", lease.ErrInvalidArgument),
+		"acquire_timeout": fmt.Errorf("%w: lock: %w", lease.ErrAcquireTimeout, lease.ErrLocked),
+		"unavailable":     fmt.Errorf("redis: %w: EOF", lease.ErrUnavailable),
+		"auth":            lease.ErrAuth,
+		"timeout":         lease.ErrTimeout,
+		"aborted":         lease.ErrAborted,
+		"internal":        lease.ErrInternal,
+		"other":           errors.New("boom"),
+	} {
+		assert.Equal(t, want, lease.Class(err), "%v", err)
+	}
+}

@@ -95,7 +95,7 @@ func (s *Scheduler) acquire(j *job, f firing) (*lease.Lease, error) {
 		} else {
 			s.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease acquire failed again; retrying", attrs...)
 		}
-		s.emit(Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: f.occ, Attempt: attempt, Err: err})
+		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: f.occ, Attempt: attempt, Err: err})
 		timer := s.cfg.clock.NewTimer(wait)
 		select {
 		case <-timer.Chan():
@@ -124,7 +124,7 @@ func (s *Scheduler) reportMissed(j *job, l *lease.Lease, occ time.Time) {
 	s.log.LogAttrs(context.Background(), slog.LevelWarn, "occurrences ran nowhere",
 		slog.String("job", j.name), slog.Int("missed", n), slog.Bool("at_least", capped),
 		slog.Time("first", m.First), slog.Time("last", m.Last), slog.Time("occurrence", occ))
-	s.emit(Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
+	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
 }
 
 // catchUp offers j a late claim of its latest occurrence at or before now,

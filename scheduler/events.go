@@ -30,6 +30,9 @@ const (
 	// Lateness is how long after the occurrence it started, CatchUp says
 	// whether it is a catch-up run.
 	EventStarted
+	// EventRenewed: the heartbeat renewed the run's lease; Latency is how
+	// long the renewal took (from just before it was sent to its answer).
+	EventRenewed
 	// EventSucceeded: the job returned nil within its timeout.
 	EventSucceeded
 	// EventFailed: the job returned an error (Err), or ended with
@@ -69,6 +72,8 @@ func (k EventKind) String() string {
 		return "missed"
 	case EventStarted:
 		return "started"
+	case EventRenewed:
+		return "renewed"
 	case EventSucceeded:
 		return "succeeded"
 	case EventFailed:
@@ -150,6 +155,7 @@ type Event struct {
 	Lateness   time.Duration // for started: how long after the occurrence the run started
 	Duration   time.Duration // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
 	Remaining  time.Duration // for lease lost: how long the lease had left to its local deadline
+	Latency    time.Duration // for renewed: how long the renewal took
 	Attempt    int           // for acquire retrying: the attempt that failed (1 for the first)
 	Missed     Missed        // for missed: the occurrences that ran nowhere
 	Err        error         // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
@@ -183,6 +189,7 @@ type Stats struct {
 	SkipRunning   uint64 // occurrences skipped: an earlier run still executed on this replica
 	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
 	Retries       uint64 // acquires retried after a transient error
+	Renewals      uint64 // lease renewals confirmed while jobs ran
 	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
 	CatchUps      uint64 // catch-up runs started (WithCatchUp)
 }
@@ -218,7 +225,7 @@ func (c *counters) snapshot() Stats {
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
 		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning),
-		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying),
+		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
 		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(),
 	}
 }

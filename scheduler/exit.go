@@ -58,7 +58,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	r.job.current.CompareAndSwap(r, nil)
 	if end.how == exitNotStarted {
 		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
-		s.emit(r.event(EventFailed, end.err))
+		s.emit(r.job, r.event(EventFailed, end.err))
 		s.release(r)
 		return
 	}
@@ -72,10 +72,10 @@ func (s *Scheduler) finish(r *run, end *exit) {
 
 	ev := s.outcome(r, end, took)
 	ev.Duration = took
-	s.emit(ev)
+	s.emit(r.job, ev)
 	s.reportOutlived(r, lost)
 	if s.release(r) {
-		s.emit(r.event(EventReleased, nil))
+		s.emit(r.job, r.event(EventReleased, nil))
 	}
 	if latest, ok := r.job.plan.prev(s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
 		s.catchUp(r.job) // occurrences came due while it ran, and found it locked

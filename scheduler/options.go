@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -42,7 +43,8 @@ type config struct {
 	location   *time.Location
 	keyPrefix  string
 	instanceID string
-	observer   func(Event)
+	observers  []func(Event)
+	middleware []Middleware
 	clock      clockwork.Clock
 
 	acquireConcurrency int
@@ -134,19 +136,54 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithObserver sets a function called with every Event (run started,
-// skipped and why, succeeded, failed, panicked, lease lost, released,
-// acquire failed). It is called synchronously from the scheduler's
-// goroutines, possibly concurrently: it must be safe for concurrent use,
-// fast, and must not block. Default: none. It must not be nil.
+// WithObserver adds a function called with every Event (run started,
+// skipped and why, succeeded, failed, panicked, timed out, cancelled, lease
+// lost, renewed, released, acquire retrying and failed, missed). Observers
+// are called in the order they were added, synchronously from the
+// scheduler's goroutines, possibly concurrently: each must be safe for
+// concurrent use, fast, and must not block or call back into the
+// Scheduler (except Stats and JobStats). Default: none. It must not be nil.
 func WithObserver(fn func(Event)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return invalidOption("WithObserver: observer must not be nil")
 		}
-		c.observer = fn
+		c.observers = append(c.observers, fn)
 		return nil
 	}
+}
+
+// Middleware wraps a job's function: it receives the function the
+// scheduler would call (the job's own, or the next middleware) and returns
+// the one to call instead. It sees the run's context (RunFromContext,
+// fencing.FromContext) and can put values into it for the job, such as a
+// trace span whose children are the job's own spans. A middleware must call
+// next at most once, return what it returns, and let a panic go on (after
+// recording it, if it recovers it must panic again): the scheduler reports
+// the outcome.
+type Middleware func(next func(context.Context) error) func(context.Context) error
+
+// WithMiddleware adds middleware around every job's function. The first
+// middleware added is the outermost. Middleware is applied when a job is
+// registered. Default: none. None may be nil.
+func WithMiddleware(mw ...Middleware) Option {
+	return func(c *config) error {
+		for _, m := range mw {
+			if m == nil {
+				return invalidOption("WithMiddleware: middleware must not be nil")
+			}
+		}
+		c.middleware = append(c.middleware, mw...)
+		return nil
+	}
+}
+
+// wrap returns fn inside the scheduler's middleware, outermost first.
+func (s *Scheduler) wrap(fn func(context.Context) error) func(context.Context) error {
+	for i := len(s.cfg.middleware) - 1; i >= 0; i-- {
+		fn = s.cfg.middleware[i](fn)
+	}
+	return fn
 }
 
 // WithClock sets the clock that drives the schedules, heartbeats and job

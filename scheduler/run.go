@@ -105,7 +105,7 @@ func (s *Scheduler) attempt(j *job, f firing) {
 	default:
 		s.log.Error("job lease acquire failed; occurrence not run here",
 			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
-		s.emit(Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
+		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
 		return
 	}
 	s.reportMissed(j, l, occ)
@@ -116,7 +116,7 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		done:  make(chan struct{}),
 		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner, CatchUp: f.catchUp},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
-			slog.String("lease", l.LogID()), slog.String("fence", l.Fence.String())),
+			slog.String("lease", l.LogID()), slog.Any("fence", l.Fence)),
 	}
 	r.deadline.Store(&l.Deadline)
 	s.mu.Lock()
@@ -149,7 +149,7 @@ func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 	} else {
 		s.debug(j, occ, "occurrence skipped", slog.String("reason", reason.String()))
 	}
-	s.emit(Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
+	s.emit(j, Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
 }
 
 // execute runs a won occurrence: heartbeat, call, and, on every way out of
@@ -181,7 +181,7 @@ func (s *Scheduler) execute(r *run) {
 	r.began = s.cfg.clock.Now()
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
-	s.emit(ev)
+	s.emit(r.job, ev)
 	r.log.Info("job started", slog.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
 	call(ctx, r.job.fn, &end)
 }
@@ -193,11 +193,14 @@ func (s *Scheduler) observeHeartbeat(r *run, e heartbeat.Event) {
 	case heartbeat.EventExtended:
 		d := e.Deadline
 		r.deadline.Store(&d)
+		ev := r.event(EventRenewed, nil)
+		ev.Latency = e.Latency
+		s.emit(r.job, ev)
 	case heartbeat.EventLost:
 		r.unrenewed.Store(true)
 		ev := r.event(EventLeaseLost, e.Err)
 		ev.Remaining = e.Remaining
-		s.emit(ev)
+		s.emit(r.job, ev)
 	}
 }
 
@@ -219,9 +222,9 @@ func (s *Scheduler) watchCancel(r *run, ctx context.Context) func() {
 			_ = r.stopHeartbeat()
 			r.log.Warn("job timed out", slog.Any("cause", cause),
 				slog.String("effect", "context cancelled; lease no longer renewed"))
-			s.emit(r.event(EventCancelled, cause))
+			s.emit(r.job, r.event(EventCancelled, cause))
 		case errors.Is(cause, ErrShutdown):
-			s.emit(r.event(EventCancelled, cause))
+			s.emit(r.job, r.event(EventCancelled, cause))
 		}
 	})
 	return func() {

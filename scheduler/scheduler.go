@@ -60,6 +60,8 @@ type job struct {
 
 	// pipe is the job's place in the acquire path (pipeline.go).
 	pipe pipeline
+	// stats are the job's own running totals.
+	stats counters
 	// current is the run of the job whose function executes on this
 	// replica, or nil.
 	current atomic.Pointer[run]
@@ -86,7 +88,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		store:      store,
 		storeClock: lease.ClockOf(store),
 		cfg:        cfg,
-		log:        cfg.logger.With(slog.String("instance", cfg.instanceID)),
+		log:        cfg.logger.With(slog.String("replica", cfg.instanceID)),
 		base:       base,
 		cancelBase: cancel,
 		queue:      newAcquireQueue(),
@@ -142,7 +144,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
-	j := &job{name: name, key: key, schedule: sch, plan: p, fn: fn, ttl: jc.ttl, timeout: jc.timeout, catchUp: jc.catchUp, owner: jc.owner}
+	j := &job{name: name, key: key, schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout, catchUp: jc.catchUp, owner: jc.owner}
 
 	started, err := s.add(j)
 	if err != nil {
@@ -252,15 +254,34 @@ func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 	return nil
 }
 
-// Stats returns running totals of what this Scheduler did.
+// Stats returns running totals of what this Scheduler did, over all jobs.
 func (s *Scheduler) Stats() Stats { return s.stats.snapshot() }
 
+// JobStats returns running totals of what this Scheduler did for the job
+// registered as name, and false if there is none.
+func (s *Scheduler) JobStats(name string) (Stats, bool) {
+	key, err := lease.NormalizeKey(s.cfg.keyPrefix + name)
+	if err != nil {
+		return Stats{}, false
+	}
+	s.mu.Lock()
+	j := s.jobs[key]
+	s.mu.Unlock()
+	if j == nil {
+		return Stats{}, false
+	}
+	return j.stats.snapshot(), true
+}
+
 // emit counts e and hands it to the observer.
-func (s *Scheduler) emit(e Event) {
+// emit counts e, for the Scheduler and for job j, and hands it to the
+// observers in order.
+func (s *Scheduler) emit(j *job, e Event) {
 	e.Instance = s.cfg.instanceID
 	s.stats.count(e)
-	if s.cfg.observer != nil {
-		s.cfg.observer(e)
+	j.stats.count(e)
+	for _, o := range s.cfg.observers {
+		o(e)
 	}
 }
 
