@@ -2,7 +2,7 @@
 --
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
--- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires; never goes back)
+-- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
 -- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
@@ -31,12 +31,19 @@
 -- occurrence ran or runs), then a live lease (held by an earlier round: an
 -- overlap), then the skew bound. The round is read only when one is given.
 --
+-- The fence never goes back, even if Redis lost its data: it is the
+-- counter + 1, or the server clock's floor, now in ms * 100, if that is
+-- greater. A counter wiped or rolled back with the data resumes above
+-- every fence issued before, unless the server clock went back by more
+-- than the time since the last acquire. INCR and INCRBY answer integers,
+-- so no string is made for it.
+--
 -- The record is {"lockId":"<id>","expiresAtMs":<%13d>,"acquiredAtMs":<%13d>,
--- "fence":"<%015d>","round":<n>,"prev":<n>,<tail>: the ID at bytes 12-33
--- and the expiry at bytes 50-62 (space-padded, still JSON), so other
--- scripts read both with string.sub, no JSON decoding. round and prev let
--- rollback.lua give a round back. Liveness: expiresAtMs > now - 1000
--- (tolerance). The data key's PX ends with liveness, so a record that
+-- "fence":"<%015d>","prev":<n>,<tail>: the ID at bytes 12-33 and the
+-- expiry at bytes 50-62 (space-padded, still JSON), so other scripts read
+-- both with string.sub, no JSON decoding; prev is the round recorded before
+-- this acquire, which rollback.lua restores. Liveness: expiresAtMs > now -
+-- 1000 (tolerance). The data key's PX ends with liveness, so a record that
 -- exists is live (to the millisecond); the acquire still checks
 -- expiresAtMs, which costs nothing on the path that finds no record.
 local TOLERANCE_MS = 1000
@@ -44,9 +51,10 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local round = tonumber(ARGV[6])
+local last -- the round record as stored, for "prev"
 local prev = 0
 if round > 0 then
-  local last = redis.call('GET', KEYS[4])
+  last = redis.call('GET', KEYS[4])
   if last then
     prev = tonumber(last)
     if not prev then return {-9} end
@@ -70,19 +78,14 @@ if round > 0 then
   if skew > 0 and round > now + skew then return {-4} end
 end
 
--- The fence never goes back, even if the counter was lost: it is the
--- counter + 1, or the server clock's floor (now in ms * 100) if that is
--- greater. A counter wiped or rolled back with the data resumes above every
--- token issued before, unless the server clock went back by more than the
--- time since the last acquire. Formatted as an integer: Lua numbers are
--- doubles and would be stored as 1.8e+14.
-local counter = redis.call('GET', KEYS[3])
-if counter and not tonumber(counter) then return {-9} end
-local fence = math.max((tonumber(counter) or 0) + 1, now * 100)
-redis.call('SET', KEYS[3], string.format('%d', fence))
+local fence = redis.call('INCR', KEYS[3])
+local floor = now * 100
+if fence < floor then
+  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+end
 local exp = now + tonumber(ARGV[2])
-redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","round":%d,"prev":%d,%s',
-  ARGV[1], exp, now, fence, round, prev, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
+  ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
 if round > 0 then redis.call('SET', KEYS[4], ARGV[6]) end
 return {1, fence, exp, now, prev}

@@ -7,6 +7,7 @@
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>  (same slot as G)
 -- KEYS[3] round record     <prefix>:round:{G}    (never deleted; only set back)
 -- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
+-- ARGV[2] the round the acquire claimed, 0 for none
 --
 -- Returns
 --   2   rolled back: the lease released and its round given back
@@ -16,17 +17,16 @@
 --       acquire did not run, was refused, or its lease is gone)
 --
 -- While the lease is live no other acquire can claim a round of the key,
--- so the round record still names this lease's round and is set back to
--- the round before it ("prev" in the record; 0 when there was none), so
--- that another replica can still claim the occurrence. The fence counter
--- is never set back: a token once issued stays used. Record layout: see
--- acquire.lua.
+-- so the round record still holds this lease's round, and is set back to
+-- the round before it ("prev" in the lease record; 0 when there was none),
+-- so that another replica can still claim the occurrence. The fence
+-- counter is never set back: a token once issued stays used. Record
+-- layout: see acquire.lua.
 local v = redis.call('GET', KEYS[1])
 if not v or string.sub(v, 1, 49) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
-local round, prev = string.match(v, '"round":(%d+),"prev":(%d+),')
-if round and round ~= '0' and redis.call('GET', KEYS[3]) == round then
-  redis.call('SET', KEYS[3], prev)
-  return 2
-end
-return 1
+if ARGV[2] == '0' or redis.call('GET', KEYS[3]) ~= ARGV[2] then return 1 end
+local prev = string.match(v, '"prev":(%d+),')
+if not prev then return 1 end
+redis.call('SET', KEYS[3], prev)
+return 2

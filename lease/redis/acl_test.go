@@ -22,7 +22,7 @@ import (
 // Sentinel-managed Redis (docs/redis-acl.md): EVALSHA and EVAL run the
 // scripts; the scripts call TIME, GET, SET, DEL, PEXPIRE and INCR;
 // PING is rueidis's keep-alive (its refusal is harmless but fills ACL LOG).
-var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+ping"}
+var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+incrby", "+ping"}
 
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,

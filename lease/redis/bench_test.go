@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -21,8 +22,19 @@ var (
 // benchmark's Floor and Store sub-benchmarks so their ratio can be read.
 func benchServer(b *testing.B) (rueidis.Client, *Store) {
 	b.Helper()
-	r := testutil.StartRedis(b)
-	c := r.Client(b)
+	var c rueidis.Client
+	if addr := os.Getenv("CRONGUARD_BENCH_REDIS"); addr != "" {
+		// A server started by hand, e.g. under valgrind --tool=callgrind
+		// to count the instructions the scripts cost (see BENCHMARKS.md).
+		var err error
+		c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+	} else {
+		c = testutil.StartRedis(b).Client(b)
+	}
 	st, err := New(c, WithPrefix(uniquePrefix()))
 	if err != nil {
 		b.Fatal(err)

@@ -108,7 +108,7 @@
 // a script calls, so those are granted too (TestStore_ACL runs the whole
 // conformance suite as this user):
 //
-//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels -@all +evalsha +eval +time +get +set +del +pexpire +ping
+//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels -@all +evalsha +eval +time +get +set +del +pexpire +incr +incrby +ping
 //
 // Add +cluster|slots +cluster|shards on Redis Cluster, and +wait with
 // WithReplicaAck. docs/redis-acl.md explains each grant.

@@ -3,12 +3,15 @@ package redis
 import (
 	"bufio"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/lease"
 )
 
 // BenchmarkScriptCost measures the Redis side of each operation with INFO
@@ -77,6 +80,51 @@ func BenchmarkScriptCost(b *testing.B) {
 			ik, _ := indexKey(st.prefix, l.ID)
 			must(c.Do(ctx, c.B().Del().Key(ks.data, ik).Build()).Error())
 		})
+	})
+	// The scheduler's acquire, as a fleet makes it: a time round, newer
+	// each time (the ledger reads and rewrites the round record), over many
+	// keys, so that each key is acquired at most once a millisecond or so,
+	// as in production (a job is acquired once per occurrence).
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = "job:round-" + strconv.Itoa(i)
+	}
+	round := time.Now().UnixMilli()
+	b.Run("AcquireRound", func(b *testing.B) {
+		i := 0
+		run(b, 1, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1))
+			must(err)
+			ks, err := keysFor(st.prefix, l.Key)
+			must(err)
+			ik, _ := indexKey(st.prefix, l.ID)
+			must(c.Do(ctx, c.B().Del().Key(ks.data, ik).Build()).Error())
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("AcquireLost", func(b *testing.B) {
+		// A replica that lost the occurrence's race: the winner holds the
+		// lease and has claimed the round.
+		held, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+		must(err)
+		defer func() { must(held.Release(ctx)) }()
+		run(b, 1, func() {
+			_, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+			if !errors.Is(err, lease.ErrLocked) && !errors.Is(err, lease.ErrRoundClaimed) {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("AcquireReleaseRound", func(b *testing.B) {
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1))
+			must(err)
+			must(l.Release(ctx))
+		})
+		round += int64(i/len(keys)) + 2
 	})
 	l, err := st.Acquire(ctx, "job:extend", ttl)
 	must(err)

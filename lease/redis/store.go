@@ -143,7 +143,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
 		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
-			s.rollback(ctx, ks, ik, id, ttl, name)
+			s.rollback(ctx, ks, ik, id, o.Round, ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
 	}
@@ -170,7 +170,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		// The lease was taken but its token is unusable: give it back.
 		name := keyName(ks)
-		s.rollback(ctx, ks, ik, id, ttl, name)
+		s.rollback(ctx, ks, ik, id, o.Round, ttl, name)
 		return nil, internalErr(op, name, err)
 	}
 	s.warnFence(keyName(ks), fence, time.UnixMilli(v[3]))
@@ -183,9 +183,18 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		AcquiredAt: time.UnixMilli(v[3]),
 		ExpiresAt:  time.UnixMilli(v[2]),
 		Round:      o.Round,
-		PrevRound:  v[4],
+		PrevRound:  prevRound(o.Round, v[4]),
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
+}
+
+// prevRound is Lease.PrevRound: the round recorded before the acquire, for
+// an acquire that claimed a round, else 0.
+func prevRound(round, recorded int64) int64 {
+	if round == 0 {
+		return 0
+	}
+	return recorded
 }
 
 // warnFence logs a fence past fenceWarn (the year 2239 on the fence floor),
@@ -208,18 +217,20 @@ func keyName(ks keyset) string {
 	return "key#" + lease.Hash(ks.storage)[:8]
 }
 
-// rollback undoes an acquire of ks by id whose outcome is unknown or that
-// must not stand (rollback.lua): it releases the lease if the acquire took
-// it and gives back its round if that is still the recorded one. It uses a
-// fresh context bounded by min(ttl, rollbackTimeout), retries transient
-// errors, and only logs what happened.
-func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, ttl time.Duration, what string) {
+// rollback undoes an acquire of ks by id, which claimed round (0: none),
+// whose outcome is unknown or that must not stand (rollback.lua): it
+// releases the lease if the acquire took it and gives back its round if
+// that is still the recorded one. It uses a fresh context bounded by
+// min(ttl, rollbackTimeout), retries transient errors, and only logs what
+// happened.
+func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, round int64, ttl time.Duration, what string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(ttl, rollbackTimeout))
 	defer cancel()
 	head := recordHeadOpen + id + recordHeadClose
+	roundArg := strconv.FormatInt(round, 10)
 	var code int64
 	attempts, err := retry.Do(rctx, func(ctx context.Context) error {
-		resp := rollbackScript.Exec(ctx, s.client, []string{ks.data, index, ks.round}, []string{head})
+		resp := rollbackScript.Exec(ctx, s.client, []string{ks.data, index, ks.round}, []string{head, roundArg})
 		if err := resp.Error(); err != nil {
 			return wrapErr(ctx, "rollback", what, err)
 		}
