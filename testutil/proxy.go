@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -35,10 +36,10 @@ type Proxy struct {
 	// Addr is the host:port on 127.0.0.1 that clients connect to.
 	Addr string
 
-	target      string
-	ln          net.Listener
-	latency     atomic.Int64 // time.Duration applied to each chunk
-	loseReplies atomic.Int64 // replies still to lose (LoseNextReplies)
+	target    string
+	ln        net.Listener
+	latency   atomic.Int64           // time.Duration applied to each chunk
+	loseReply atomic.Pointer[[]byte] // LoseReplyTo's marker, until a request carries it
 
 	mu     sync.Mutex
 	mode   proxyMode
@@ -52,6 +53,7 @@ type Proxy struct {
 type proxyLink struct {
 	client, server net.Conn
 	blackholed     atomic.Bool // set once; the link never forwards again
+	loseReply      atomic.Bool // the next reply on this link is lost with it (LoseReplyTo)
 	done           chan struct{}
 	closeOnce      sync.Once
 }
@@ -127,14 +129,16 @@ func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
 
-// LoseNextReplies makes the next n chunks the server sends be lost with
-// their connections: each is dropped and its connection closed, so the
-// client sees EOF or a reset after the server has run its request. It
-// reproduces a reply lost to a broken connection, the case where a client
-// cannot know whether its command took effect. n <= 0 cancels it; Restore
-// clears it too.
-func (p *Proxy) LoseNextReplies(n int) {
-	p.loseReplies.Store(int64(max(n, 0)))
+// LoseReplyTo makes the reply to the next request that contains marker
+// be lost with its connection: the request reaches the server, which runs
+// it, and the server's next bytes on that connection are dropped and the
+// connection closed, so the client sees EOF or a reset. It reproduces a
+// reply lost to a broken connection, the case where a client cannot know
+// whether its command took effect. Other connections and requests are not
+// affected. Restore cancels it.
+func (p *Proxy) LoseReplyTo(marker []byte) {
+	m := bytes.Clone(marker)
+	p.loseReply.Store(&m)
 }
 
 // Restore ends Cut, Blackhole and SetLatency: new connections are forwarded
@@ -142,7 +146,7 @@ func (p *Proxy) LoseNextReplies(n int) {
 // (their streams lost bytes); clients must reconnect.
 func (p *Proxy) Restore() {
 	p.latency.Store(0)
-	p.loseReplies.Store(0)
+	p.loseReply.Store(nil)
 	p.mu.Lock()
 	p.mode = modeForward
 	var stale []*proxyLink
@@ -274,24 +278,16 @@ func (p *Proxy) deliver(l *proxyLink, dst net.Conn, chunk []byte) bool {
 	if l.blackholed.Load() {
 		return true // dropped
 	}
-	if dst == l.client && p.takeLostReply() {
+	if dst == l.client && l.loseReply.Load() {
 		return false // dropped, and the link closed: the reply is lost
+	}
+	if dst == l.server {
+		if m := p.loseReply.Load(); m != nil && bytes.Contains(chunk, *m) && p.loseReply.CompareAndSwap(m, nil) {
+			l.loseReply.Store(true)
+		}
 	}
 	_, err := dst.Write(chunk)
 	return err == nil
-}
-
-// takeLostReply reports whether a reply is to be lost, counting it.
-func (p *Proxy) takeLostReply() bool {
-	for {
-		n := p.loseReplies.Load()
-		if n <= 0 {
-			return false
-		}
-		if p.loseReplies.CompareAndSwap(n, n-1) {
-			return true
-		}
-	}
 }
 
 // forget closes l and removes it from the live set.

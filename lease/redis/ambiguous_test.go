@@ -155,7 +155,7 @@ func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(ctx))
 
-	proxy.LoseNextReplies(1)
+	proxy.LoseReplyTo([]byte(acquireSHA)) // the acquire script's EVALSHA
 	_, err = st.Acquire(ctx, "k", time.Minute, lease.WithRound(200))
 	require.ErrorIs(t, err, lease.ErrUnavailable, "a broken connection")
 	ks, _ := keysFor(prefix, "k")
