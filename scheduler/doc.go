@@ -5,7 +5,7 @@
 //
 //	s, err := scheduler.New(store) // e.g. a lease/redis Store
 //	err = s.Register("invoices", scheduler.Cron("0 2 * * *"), runInvoices,
-//		scheduler.WithTTL(time.Minute))
+//		scheduler.WithTTL(time.Minute), scheduler.WithCatchUp(time.Hour))
 //	err = s.Start()
 //	...
 //	err = s.Shutdown(ctx)
@@ -24,18 +24,28 @@
 //     as the job's next and is acquired right after, in order (a later one
 //     replaces it, and the replaced occurrence is skipped as SkipOverrun).
 //  2. Acquire the lease "job:<name>" with the occurrence in Unix
-//     milliseconds as its round (lease.WithRoundTime). Losing (the lease is
-//     held, or the round already claimed) is a quiet skip: a debug log, an
-//     EventSkipped with its SkipReason, a count in Stats.
-//  3. On a win, start a heartbeat that renews the lease every ttl/3, and
-//     call the job with a context that carries the fencing token
-//     (fencing.FromContext) and the Run (RunFromContext), and that is
-//     cancelled with a cause: heartbeat.ErrLeaseLost or
-//     heartbeat.ErrLeaseUnconfirmed when the lease can no longer be trusted,
-//     ErrTimeout after WithTimeout, ErrShutdown on Shutdown.
-//  4. Recover a panic into an error wrapping ErrPanic (the stack goes to the
-//     log), stop the heartbeat, and release the lease with a fresh context
-//     bounded by min(ttl, MaxCleanup) — never the cancelled run context.
+//     milliseconds as its round (lease.WithRoundTime). A transient failure
+//     (the store unavailable, a timeout) is retried with backoff while the
+//     occurrence is current: until the next occurrence less min(gap/10,
+//     1s), AtRetryWindow for At, and within the job's catch-up window. An
+//     answer is not retried: the round already claimed (another replica won,
+//     SkipClaimed), the lease held for an earlier occurrence (SkipLocked:
+//     an overlap), or the clock refused (SkipClockSkew). Skips are quiet: a
+//     debug log, an EventSkipped with its SkipReason, a count in Stats.
+//  3. On a win, report the occurrences that ran nowhere (EventMissed; see
+//     below), start a heartbeat that renews the lease every ttl/3, and call
+//     the job (through any WithMiddleware) with a context that carries the
+//     fencing token (fencing.FromContext), the occurrence
+//     (fencing.OccurrenceFromContext) and the Run (RunFromContext), that has
+//     the job's WithTimeout as its deadline, and that is cancelled with a
+//     cause: heartbeat.ErrLeaseLost or heartbeat.ErrLeaseUnconfirmed when the
+//     lease can no longer be trusted, ErrTimeout at the timeout, ErrShutdown
+//     on Shutdown.
+//  4. However the job ends (a return, a panic, runtime.Goexit), stop the
+//     heartbeat, report the outcome (succeeded, failed, panicked, timed
+//     out), and release the lease with a fresh context bounded by min(ttl,
+//     MaxCleanup), retrying transient errors within that bound — never with
+//     the cancelled run context.
 //
 // # Guarantees
 //
@@ -43,30 +53,59 @@
 // at most once however many replicas fire it; and since each replica fires
 // on its own clock at a schedule point and maps the firing back to that
 // point, replicas agree on every occurrence whatever their clock offsets.
-// Clock skew matters only against the store's clock: skew of less than half
-// the interval (capped at MaxRoundSkew) causes neither duplicates nor
-// misses. A replica whose clock runs further ahead is refused
-// by the store (lease.ErrClockSkew, SkipClockSkew, logged as an error) and
-// the others run the occurrence when it is due. For Cron the interval is
-// the gap to the next activation; for At it is taken as 2*MaxRoundSkew.
+// Clock skew matters only against the store's clock: a round may lie ahead
+// of the store's clock by at most min(gap to the previous occurrence, gap
+// to the next)/2, capped at MaxRoundSkew, so that a replica whose clock
+// runs fast can neither claim an occurrence before its predecessor is due
+// nor take its successor's place. A replica further ahead is refused
+// (lease.ErrClockSkew, SkipClockSkew, logged as an error) and the others
+// run the occurrence when it is due.
+//
+// No occurrence is lost in silence: the store tells the winner of an
+// occurrence which occurrence was claimed before it (the ledger), and every
+// occurrence of the schedule strictly between the two ran nowhere (all
+// replicas were down, the store was unreachable for longer than the retries,
+// the job's previous run overlapped them, every clock was refused). The
+// winner reports them: EventMissed, a warning naming the job and the range,
+// and Stats.Missed. With WithCatchUp a job also catches up the latest
+// occurrence that ran nowhere, once, late, if it is within the window: at
+// Start and after a run that outlived later occurrences.
+//
+// Daylight saving time is a property of the schedule alone: see Cron.
 //
 // Overlap policy "skip": the lease is the job's, not the occurrence's. While
 // one occurrence of a job runs anywhere, later occurrences of that job are
-// skipped everywhere (SkipLocked) — including on the replica running it:
-// firings never queue behind a run, which executes in a goroutine owned by
-// the Scheduler. A skipped occurrence is not made up later.
+// skipped everywhere (SkipLocked on other replicas; the next winner reports
+// them missed). A replica never runs two of a job at once: while a run of
+// the job still executes on it after its lease stopped being renewed (it
+// timed out, or its lease was lost), its later firings are skipped there
+// (SkipRunning) and another replica may run them; and a run that returns
+// after its lease could no longer be trusted is logged ("run outlived its
+// lease").
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has
 // released its lease, so another replica runs the next occurrence without
 // waiting for the TTL. A job still running keeps its lease, no longer
 // renewed, until the TTL runs out, so no second run can overlap it, and
-// Shutdown returns an error wrapping ErrJobsStillRunning that names it.
+// Shutdown returns an error wrapping ErrJobsStillRunning that names it and
+// any job whose acquire was still in flight.
 //
 // Safety against a stale holder comes from fencing, not from the lease: a
 // job whose replica pauses past its TTL may still be running when another
-// replica takes over. Guard the job's writes with its fencing token
-// (package fencing).
+// replica takes over. Guard the job's writes with its fencing token, and
+// its effect with its occurrence: fencing.AdvanceOnceFromContext commits
+// one effect per occurrence even when the store lost the data that makes
+// runs once-only (package fencing).
+//
+// # Telemetry
+//
+// Every step is an Event for the observers (WithObserver, any number) and
+// counted in Stats (all jobs) and JobStats (one job). Middleware
+// (WithMiddleware) wraps every job's function, for tracing. The package
+// otelcronguard (its own module) turns both into OpenTelemetry metrics and
+// spans. Logs carry the same fields everywhere: job, occurrence, lease (the
+// short ID), fence (a number) and replica.
 //
 // # What it does not do
 //
@@ -74,8 +113,8 @@
 //     interval-from-completion, cron's "@every") are not offered: replicas
 //     could not agree on their occurrences. Every is aligned to the Unix
 //     epoch instead.
-//   - Missed occurrences (every replica down, the store unreachable, the
-//     job's previous run still going) are not run later.
+//   - Occurrences older than the latest one are not caught up: rounds only
+//     move forward. They are reported missed.
 //   - A firing delayed by a whole interval or more (an overloaded or
 //     paused process) finds its occurrence's round already claimed, or
 //     claims it late if no other replica ran it: a late run is possible, a
@@ -86,14 +125,16 @@
 //     the acquires of one interval take longer than the interval, the
 //     backlog grows, a job's next acquire follows its previous one closely,
 //     and an occurrence can find the previous run's lease still held on
-//     every replica (SkipLocked everywhere: a miss). See BENCHMARKS.md for
-//     what one Redis on a small machine sustains.
+//     every replica (SkipLocked everywhere: a miss, reported). See
+//     BENCHMARKS.md for what one Redis on a small machine sustains.
 //   - Go cannot stop a goroutine: a job that ignores its context keeps
-//     running after its lease is lost or after Shutdown returns.
+//     running after its lease is lost, after its timeout, or after Shutdown
+//     returns.
 //   - Jobs are identified by name only: replicas that register one name
 //     with different schedules or functions are not detected.
 //   - Mutual exclusion is as good as the store: Redis replication is
-//     asynchronous, and a failover can lose a lease (see lease/redis).
+//     asynchronous, and a failover can lose a lease or a round record (see
+//     lease/redis); a lost round record lets an occurrence start twice.
 //
 // Register works before and after Start. Start and Register fail with
 // ErrShutdown after Shutdown; Start twice fails with ErrAlreadyStarted.

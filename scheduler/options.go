@@ -186,9 +186,12 @@ func (s *Scheduler) wrap(fn func(context.Context) error) func(context.Context) e
 	return fn
 }
 
-// WithClock sets the clock that drives the schedules, heartbeats and job
-// timeouts. Default: the real clock. Tests pass a fake clock. It must not be
-// nil.
+// WithClock sets the clock that drives the schedules, the retries within an
+// occurrence and the catch-up window. Default: the real clock. Tests pass a
+// fake or skewed clock. Run deadlines (WithTimeout) are on the real clock,
+// and each run's heartbeat measures on the lease store's clock (see
+// lease.ClockedStore), the clock its lease's deadline was measured on. It
+// must not be nil.
 func WithClock(clock clockwork.Clock) Option {
 	return func(c *config) error {
 		if clock == nil {
@@ -245,13 +248,17 @@ func WithTTL(ttl time.Duration) JobOption {
 	}
 }
 
-// WithTimeout bounds each run: after d (on the scheduler's clock) the run's
-// context is cancelled with cause ErrTimeout and its lease is no longer
+// WithTimeout bounds each run: the run's context has a deadline d after the
+// run starts (ctx.Deadline, so that database and HTTP clients bound their
+// I/O by it), and at the deadline it is cancelled with cause ErrTimeout,
+// an EventCancelled and a warning report it, and the lease is no longer
 // renewed, so a job that ignores the cancellation holds the lease for at
 // most one more TTL (then fencing rejects its writes) instead of blocking
-// the job everywhere. Default: no timeout, and a run holds its lease for as
-// long as it runs. It must be positive. The context carries no Deadline;
-// read the cause.
+// the job everywhere. A run that returns after its deadline is reported as
+// timed out (EventTimedOut), whatever it returns. The deadline is on the
+// real clock, like every context deadline, not on WithClock's clock.
+// Default: no timeout, and a run holds its lease for as long as it runs.
+// It must be positive.
 func WithTimeout(d time.Duration) JobOption {
 	return func(c *jobConfig) error {
 		if d <= 0 {

@@ -45,20 +45,20 @@ func quickStart(db *sql.DB) {
 	store := must(leaseredis.New(client)) // lease/redis; keys under "cronguard:"
 	s := must(scheduler.New(store))
 	check(s.Register("invoices", scheduler.Cron("0 2 * * *"), func(ctx context.Context) error {
-		fence, _ := fencing.FromContext(ctx) // this run's token: greater than every earlier one
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		if err := fencing.Advance(ctx, tx, "invoices", fence); err != nil {
-			return err // fencing.ErrStale: a newer lease holder has written; nothing of ours lands
+		// ErrStale for a stale holder, ErrDuplicate for a second run of the occurrence: nothing lands.
+		if err := fencing.AdvanceOnceFromContext(ctx, tx, "invoices"); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO invoices (day) VALUES (current_date)"); err != nil {
 			return err
 		}
 		return tx.Commit()
-	}, scheduler.WithTTL(time.Minute)))
+	}, scheduler.WithTTL(time.Minute), scheduler.WithCatchUp(time.Hour)))
 	check(s.Start())
 	<-ctx.Done()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

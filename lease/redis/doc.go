@@ -21,16 +21,21 @@
 //     lease.ExpiryTolerance; an acquire succeeds only when no live lease
 //     holds the key. Lease.Deadline is local: the moment just before the
 //     request was sent, on the Store's clock, plus TTL minus lease.Drift.
-//   - Each acquire increments a per-key fence counter that no script ever
-//     deletes or expires, so fences grow strictly for as long as Redis keeps
-//     its data. Rounds (lease.WithRound) are recorded the same way; only
-//     the roll-back of an acquire whose outcome was unknown sets a round
-//     record back, to the round before it. A won acquire reports that
-//     previous round (Lease.PrevRound): the rounds in between were claimed
-//     by no one. A round not newer than the recorded one is refused
-//     (lease.ErrRoundClaimed) before the key's liveness is looked at, so a
-//     refusal with lease.ErrLocked means the key is held for an earlier
-//     round.
+//   - Each acquire issues a fence one above the key's fence counter, or the
+//     server clock's floor (lease.FenceFloor: its Unix ms * 100) if that is
+//     greater, and stores it; no script deletes or expires the counter. So
+//     fences grow strictly, and a counter lost with Redis's data (a restart
+//     without persistence, a failover to a replica that lagged, a restored
+//     snapshot) resumes above every fence issued before, as long as the
+//     server clock did not go back by more than the time since the last
+//     acquire. Rounds (lease.WithRound) are recorded the same way (never
+//     deleted); only the roll-back of an acquire whose outcome was unknown
+//     sets a round record back, to the round before it. A won acquire
+//     reports that previous round (Lease.PrevRound): the rounds in between
+//     were claimed by no one. A round not newer than the recorded one is
+//     refused (lease.ErrRoundClaimed) before the key's liveness is looked
+//     at, so a refusal with lease.ErrLocked means the key is held for an
+//     earlier round.
 //   - Extend and Release act only when the ID in the stored record is the
 //     caller's, and tell not found, expired and not owner apart
 //     (*lease.NotHeldError). An ID whose leading characters route to no slot
@@ -97,9 +102,11 @@
 // the record by ExpiredRetention, so Extend and Release of a lease that
 // expired within that time say ReasonExpired rather than ReasonNotFound.
 //
-// A fence counter above 90000000000000 is logged as a warning; above
-// 900000000000000 Acquire gives the lease back and fails with
-// lease.ErrInternal. Rounds must be at most 2^53-1 (Lua numbers).
+// Fences follow the clock's floor, so they reach 850000000000000 in the
+// year 2239, when a warning is logged, and 900000000000000 in 2255, when
+// Acquire gives the lease back and fails with lease.ErrInternal. A counter
+// more than a minute's worth ahead of its floor is logged too: it would go
+// back if lost. Rounds must be at most 2^53-1 (Lua numbers).
 //
 // # Least-privilege ACL
 //
