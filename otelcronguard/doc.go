@@ -50,12 +50,17 @@
 // by the middleware from the run's context: the job's context carries it,
 // so spans the job starts from its context are its children. It carries
 // the job, the occurrence, the fence, catch-up and the replica
-// (scheduler.WithInstanceID); its status is an error for a failed,
-// panicked or timed-out run, with the error recorded, and is left unset
-// for a success. A panic is recorded as an exception event with its stack
+// (scheduler.WithInstanceID). A failed, panicked or timed-out run's span
+// has an error status, the error recorded and the outcome
+// (cronguard.run.outcome); a success leaves the status unset and adds no
+// attribute, which keeps the span from being copied at its end. A panic is recorded as an exception event with its stack
 // and then goes on to the scheduler. While the run executes, a lease loss
 // (SpanEventLeaseLost) and a cancellation by timeout or shutdown
 // (SpanEventCancelled) are added as span events.
+//
+// A run's end (cronguard.runs, cronguard.run.duration) is measured in its
+// span's context, so an SDK that keeps exemplars links those measurements
+// to the run's trace.
 //
 // Lease acquires are not traced: they happen for every occurrence on every
 // replica, mostly to lose the race, before any run (and so any trace)
