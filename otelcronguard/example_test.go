@@ -66,3 +66,22 @@ func Example() {
 	// cronguard.runs{job=report, outcome=succeeded} 1
 	// span: cronguard.run report
 }
+
+// Replicas that share a process and a meter provider are told apart by an
+// attribute of their own on every measurement and span.
+func ExampleWithAttributes() {
+	provider := sdkmetric.NewMeterProvider() // with a reader or exporter
+	store, _ := memory.New()
+	for _, name := range []string{"replica-1", "replica-2"} {
+		tel, err := otelcronguard.New(otelcronguard.WithMeterProvider(provider),
+			otelcronguard.WithAttributes(otelcronguard.AttrReplica.String(name)))
+		if err != nil {
+			panic(err)
+		}
+		s, err := scheduler.New(store, append(tel.Options(), scheduler.WithInstanceID(name))...)
+		if err != nil {
+			panic(err)
+		}
+		_ = s // Register the jobs, Start, and Shutdown at exit
+	}
+}

@@ -233,3 +233,28 @@ func TestTelemetry_WithAttributes_OnSpansAndMetrics(t *testing.T) {
 			AttrReplica.String("r1"), attribute.String("deployment.environment.name", "test")))
 	})
 }
+
+// A job that ends with runtime.Goexit fails; its span says so.
+func TestTelemetry_Scheduler_GoexitEndsSpanAsFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		s := newScheduler(t, newMemoryStore(t), h.tel)
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Register("exits", scheduler.Every(time.Minute), func(context.Context) error {
+			runtime.Goexit()
+			return nil
+		}))
+		require.NoError(t, s.Start())
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+
+		sp := h.span(t, "cronguard.run exits")
+		assert.Equal(t, codes.Error, sp.Status().Code)
+		assert.Contains(t, sp.Status().Description, "runtime.Goexit")
+		assert.Equal(t, "failed", attr(sp, AttrOutcome).AsString())
+		ms := h.metrics(t)
+		assert.Equal(t, int64(1), value(t, ms, MetricRuns, AttrJob.String("exits"), AttrOutcome.String("failed")))
+		assert.Zero(t, value(t, ms, MetricActiveRuns, AttrJob.String("exits")))
+		assert.Zero(t, h.tel.runs.len())
+	})
+}
