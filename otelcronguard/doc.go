@@ -50,10 +50,10 @@
 // by the middleware from the run's context: the job's context carries it,
 // so spans the job starts from its context are its children. It carries
 // the job, the occurrence, the fence, catch-up and the replica
-// (scheduler.WithInstanceID). A failed, panicked or timed-out run's span
-// has an error status, the error recorded and the outcome
-// (cronguard.run.outcome); a success leaves the status unset and adds no
-// attribute, which keeps the span from being copied at its end. A panic is recorded as an exception event with its stack
+// (scheduler.WithInstanceID), and at its end the outcome
+// (cronguard.run.outcome). A failed, panicked or timed-out run's span has
+// an error status with the error recorded; a success leaves the status
+// unset. A panic is recorded as an exception event with its stack
 // and then goes on to the scheduler. While the run executes, a lease loss
 // (SpanEventLeaseLost) and a cancellation by timeout or shutdown
 // (SpanEventCancelled) are added as span events.

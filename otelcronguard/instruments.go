@@ -66,7 +66,7 @@ const (
 	// AttrJob is the job's name.
 	AttrJob = attribute.Key("cronguard.job")
 	// AttrOutcome is how a run ended: succeeded, failed, panicked or
-	// timed_out. Run spans carry it only when the run did not succeed.
+	// timed_out.
 	AttrOutcome = attribute.Key("cronguard.run.outcome")
 	// AttrCatchUp says whether a run is a catch-up (scheduler.WithCatchUp).
 	AttrCatchUp = attribute.Key("cronguard.run.catch_up")

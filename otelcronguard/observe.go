@@ -94,13 +94,11 @@ func (t *Telemetry) observeEnd(ctx context.Context, e scheduler.Event) {
 	}
 }
 
-// endSpan sets a run span's status and ends it. A success leaves the
-// status unset, as instrumentation libraries should, and adds no
-// attribute (the span's attributes would be copied to grow by one); any
-// other outcome sets AttrOutcome and an error status.
+// endSpan sets a run span's outcome and status and ends it. A success
+// leaves the status unset, as instrumentation libraries should.
 func endSpan(span trace.Span, outcome string, err error, panicRecorded bool) {
+	span.SetAttributes(AttrOutcome.String(outcome))
 	if outcome != OutcomeSucceeded {
-		span.SetAttributes(AttrOutcome.String(outcome))
 		desc := outcome
 		if err != nil {
 			desc = err.Error()
