@@ -29,6 +29,9 @@
 //	               processes sharing one file share the duplicate check
 //	-stall         freeze one replica past its lease's TTL (see stall.go):
 //	               its late write is rejected by fencing
+//	-metrics ADDR  serve the replicas' OpenTelemetry metrics (otelcronguard)
+//	               in the Prometheus format at http://ADDR/metrics, e.g.
+//	               -metrics :9464; the address is printed
 //	-v             debug logs (skips, heartbeat renewals)
 package main
 
@@ -39,8 +42,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +53,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/scheduler"
 )
 
 // Defaults and limits of the flags.
@@ -86,6 +92,11 @@ type config struct {
 	dbPath   string
 	stall    bool
 	verbose  bool
+	metrics  string // -metrics: host:port to serve /metrics on; "" for none
+
+	// afterShutdown, when set (by tests), is called once the replicas
+	// have shut down, before the summary, while /metrics still serves.
+	afterShutdown func()
 }
 
 // parseFlags parses and validates args. It returns flag.ErrHelp for -h.
@@ -99,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dbPath, "db", "", "SQLite file the jobs write to (default: a new temporary file)")
 	fs.BoolVar(&c.stall, "stall", false, "freeze one replica past its lease's TTL, so fencing rejects its late write")
 	fs.BoolVar(&c.verbose, "v", false, "log at debug level (skips, heartbeat renewals)")
+	fs.StringVar(&c.metrics, "metrics", "", "serve OpenTelemetry metrics in the Prometheus format at http://ADDR/metrics (host:port, e.g. :9464)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,6 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-for must be at least %s, got %s", minRunFor, c.runFor)
 	case c.stall && c.replicas < 2:
 		return c, fmt.Errorf("-stall needs at least 2 replicas in this process (another one must take over the frozen one's lease), got -replicas %d", c.replicas)
+	case c.metrics != "" && !validListenAddr(c.metrics):
+		return c, fmt.Errorf("-metrics must be host:port or :port (e.g. :9464), got %q", c.metrics)
 	case c.stall && c.runFor < minStallRun:
 		return c, fmt.Errorf("-stall needs -for of at least %s (the stall begins about %s in and lasts %s), got %s", minStallRun, stallAfter, stallFor, c.runFor)
 	}
@@ -171,6 +185,17 @@ func work(ctx context.Context, c config, stdout io.Writer, logs slog.Handler) (b
 		return false, fmt.Errorf("-db %s: %w", dbPath, err)
 	}
 
+	var telemetry func(replica string) ([]scheduler.Option, error)
+	if c.metrics != "" {
+		m, err := startMetrics(c.metrics, log)
+		if err != nil {
+			return false, err
+		}
+		defer m.close()
+		fmt.Fprintf(stdout, "metrics: %s\n", m.url)
+		telemetry = m.schedulerOptions
+	}
+
 	st := newStall(c.stall, start)
 	var replicas []*replica
 	defer func() {
@@ -183,9 +208,15 @@ func work(ctx context.Context, c config, stdout io.Writer, logs slog.Handler) (b
 		if c.redisURL != "" { // processes share the server: tell them apart
 			name = fmt.Sprintf("%d/replica-%d", os.Getpid(), i)
 		}
+		var sopts []scheduler.Option
+		if telemetry != nil {
+			if sopts, err = telemetry(name); err != nil {
+				return false, fmt.Errorf("%s: %w", name, err)
+			}
+		}
 		r, err := newReplica(replicaConfig{
 			name: name, log: slog.New(logs).With(slog.String("replica", name)),
-			redis: redis, dbPath: dbPath, fences: fences, stall: st,
+			redis: redis, dbPath: dbPath, fences: fences, stall: st, schedulerOpts: sopts,
 		})
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", name, err)
@@ -209,6 +240,9 @@ func work(ctx context.Context, c config, stdout io.Writer, logs slog.Handler) (b
 	}
 	timer.Stop()
 	shutdownErr := shutdownAll(log, replicas)
+	if c.afterShutdown != nil {
+		c.afterShutdown()
+	}
 
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -245,6 +279,16 @@ func shutdownAll(log *slog.Logger, replicas []*replica) error {
 		log.Info("all replicas shut down")
 	}
 	return err
+}
+
+// validListenAddr reports whether addr is host:port with a numeric port.
+func validListenAddr(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
 }
 
 // databasePath returns path, or a new temporary file when path is empty.

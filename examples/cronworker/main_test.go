@@ -80,6 +80,7 @@ func TestRun_Default_OnceEachAndGracefulExit(t *testing.T) {
 	assert.Equal(t, 0, summaryCount(t, out.String(), "stale writes rejected"))
 	assert.Equal(t, 0, summaryCount(t, out.String(), "leases held after shutdown"))
 	assert.Regexp(t, `(?m)^tick +\d+ `, out.String(), "the tick job ran")
+	assert.NotContains(t, out.String(), "metrics:", "no metrics endpoint without -metrics")
 	dups, rows := duplicateRows(t, dbPath)
 	assert.Zero(t, dups, "rows for one job and occurrence written twice")
 	assert.GreaterOrEqual(t, rows, 3, "about one tick per second for 5s")
@@ -123,6 +124,8 @@ func TestRun_Flags_Invalid(t *testing.T) {
 		{"positional argument", []string{"extra"}, `unexpected argument "extra"`},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope"},
 		{"bad duration", []string{"-for", "soon"}, `invalid value "soon" for flag -for`},
+		{"metrics without a port", []string{"-metrics", "9464"}, `-metrics must be host:port or :port (e.g. :9464), got "9464"`},
+		{"metrics with a bad port", []string{"-metrics", ":http"}, `-metrics must be host:port or :port (e.g. :9464), got ":http"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ type replicaConfig struct {
 	dbPath string
 	fences *fencing.Table
 	stall  *stall
+	// scheduler holds more scheduler options (otelcronguard's, with
+	// -metrics).
+	schedulerOpts []scheduler.Option
 }
 
 // newReplica connects the replica to Redis and the database and registers
@@ -61,11 +64,12 @@ func newReplica(cfg replicaConfig) (_ *replica, err error) {
 	if r.db, err = openDB(cfg.dbPath); err != nil {
 		return nil, err
 	}
-	r.sched, err = scheduler.New(r.store,
+	opts := append([]scheduler.Option{
 		scheduler.WithLogger(cfg.log),
 		scheduler.WithInstanceID(cfg.name),
 		scheduler.WithObserver(r.observe),
-	)
+	}, cfg.schedulerOpts...)
+	r.sched, err = scheduler.New(r.store, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"database/sql"
+	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
@@ -12,13 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/goleak"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/lease"
 	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/otelcronguard"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -78,7 +85,18 @@ func tlsClient() (rueidis.Client, error) {
 	return client, err
 }
 
-var _, _ = quickStart, tlsClient
+// metricsWiring is the README's "Metrics and traces" block. It is compiled,
+// not run: it registers on the default Prometheus registry.
+func metricsWiring(store lease.Store) {
+	exporter := must(prometheus.New()) // go.opentelemetry.io/otel/exporters/prometheus, on the default registry
+	otel.SetMeterProvider(metric.NewMeterProvider(metric.WithReader(exporter)))
+	tel := must(otelcronguard.New()) // the global meter and tracer providers; or WithMeterProvider, WithTracerProvider
+	s := must(scheduler.New(store, tel.Options()...))
+	http.Handle("/metrics", promhttp.Handler())
+	_ = s
+}
+
+var _, _, _ = quickStart, tlsClient, metricsWiring
 
 // goBlock matches a fenced Go block, possibly indented (inside a list item).
 var goBlock = regexp.MustCompile("(?ms)^[ \t]*```go\n(.*?)^[ \t]*```")
@@ -101,7 +119,7 @@ func TestReadme_GoBlocks_InSync(t *testing.T) {
 	self, err := os.ReadFile("readme_test.go")
 	require.NoError(t, err)
 	blocks := goBlock.FindAllStringSubmatch(string(readme), -1)
-	require.Len(t, blocks, 2, "README.md's Go blocks: the quick start and the TLS client; add new ones here")
+	require.Len(t, blocks, 3, "README.md's Go blocks: the quick start, the TLS client and the metrics wiring; add new ones here")
 	for _, b := range blocks {
 		assert.Contains(t, normalize(string(self)), normalize(b[1]),
 			"a README Go block is not (verbatim) in examples/readme/readme_test.go")
