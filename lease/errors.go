@@ -38,6 +38,11 @@ var (
 	ErrTimeout = errors.New("lease: timeout")
 	// ErrAborted: the caller's context was canceled.
 	ErrAborted = errors.New("lease: aborted")
+	// ErrPaused: the acquire carried WithPauseCheck and the key is paused.
+	ErrPaused = errors.New("lease: paused")
+	// ErrNoTrigger: the acquire carried WithTrigger and no live trigger was
+	// pending for the key.
+	ErrNoTrigger = errors.New("lease: no trigger pending")
 	// ErrAcquireTimeout: Lock waited as long as it was allowed to and the key
 	// stayed locked.
 	ErrAcquireTimeout = errors.New("lease: acquire timed out")
@@ -112,7 +117,8 @@ func invalid(format string, args ...any) error {
 
 // Class names the sentinel err wraps with a short, stable word, for
 // metrics and logs: "locked", "claimed", "not_held", "not_found",
-// "clock_skew", "invalid", "acquire_timeout", "unavailable", "auth",
+// "clock_skew", "paused", "no_trigger", "invalid", "acquire_timeout",
+// "unavailable", "auth",
 // "timeout", "aborted" or "internal"; "" for nil and "other" for an error
 // that wraps none of them.
 func Class(err error) string {
@@ -139,6 +145,8 @@ var classes = []struct {
 	{ErrNotHeld, "not_held"},
 	{ErrNotFound, "not_found"},
 	{ErrClockSkew, "clock_skew"},
+	{ErrPaused, "paused"},
+	{ErrNoTrigger, "no_trigger"},
 	{ErrInvalidArgument, "invalid"},
 	{ErrUnavailable, "unavailable"},
 	{ErrAuth, "auth"},

@@ -14,10 +14,12 @@ import (
 // with the same semantics.
 type Store interface {
 	// Acquire makes a single attempt to take the lease on key for ttl.
-	// It returns ErrRoundClaimed when WithRound names a round that is not
-	// newer than the last one recorded for key (whether or not key is held),
-	// a *LockedError (ErrLocked) when another lease holds key, and
-	// ErrClockSkew when a time round is too far ahead of the server's clock,
+	// It returns ErrPaused when WithPauseCheck is given and key is paused,
+	// ErrRoundClaimed when WithRound names a round that is not newer than
+	// the last one recorded for key (whether or not key is held), a
+	// *LockedError (ErrLocked) when another lease holds key, ErrClockSkew
+	// when a time round is too far ahead of the server's clock, and
+	// ErrNoTrigger when WithTrigger is given and no trigger is pending,
 	// checked in that order. A successful acquire with a round reports the
 	// round recorded before it (Lease.PrevRound).
 	Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lease, error)
@@ -69,6 +71,9 @@ type Lease struct {
 	// none (the first claim) or the acquire claimed no round. Every round
 	// strictly between PrevRound and Round was claimed by no one.
 	PrevRound int64
+	// Trigger is the ID of the trigger the acquire consumed (WithTrigger),
+	// or "".
+	Trigger string
 	// Deadline is the local time, on the Store's clock, up to which the
 	// lease can be trusted: the moment the acquire request was sent, plus
 	// TTL, minus Drift(TTL). It carries a monotonic reading when the clock

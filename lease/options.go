@@ -18,6 +18,12 @@ type AcquireOptions struct {
 	// Owner is the holder label stored with the lease; it overrides the
 	// Store's default owner when non-empty.
 	Owner string
+	// PauseCheck makes the acquire fail with ErrPaused while the key is
+	// paused (WithPauseCheck).
+	PauseCheck bool
+	// Trigger makes the acquire consume a pending trigger of the key, and
+	// fail with ErrNoTrigger when none is pending (WithTrigger).
+	Trigger bool
 
 	roundSet  bool // a round option was given (so a zero round is an error)
 	timeRound bool // the round came from WithRoundTime (so it needs a max skew)
@@ -54,6 +60,25 @@ func WithRoundTime(t time.Time, maxSkew time.Duration) AcquireOption {
 // label must pass ValidateOwner.
 func WithOwner(owner string) AcquireOption {
 	return func(o *AcquireOptions) { o.Owner = owner }
+}
+
+// WithPauseCheck makes the acquire honour a pause of the key (see package
+// fleet): while the key is paused it fails with ErrPaused, before any other
+// check, and records its round, if it has one and it is newer than the
+// recorded one, as handled, so that a paused occurrence is neither reported
+// missed nor caught up later. The scheduler's acquires use it.
+func WithPauseCheck() AcquireOption {
+	return func(o *AcquireOptions) { o.PauseCheck = true }
+}
+
+// WithTrigger makes the acquire one that runs a trigger (see package
+// fleet): it succeeds only if a trigger is pending for the key and the key
+// is free, consumes the oldest live trigger in the same atomic step
+// (Lease.Trigger is its ID), and fails with ErrNoTrigger when none is
+// pending (expired triggers are dropped). It claims no round and cannot be
+// combined with WithRound.
+func WithTrigger() AcquireOption {
+	return func(o *AcquireOptions) { o.Trigger = true }
 }
 
 // MaxOwnerLen is the longest owner label accepted, in bytes.
@@ -97,6 +122,9 @@ func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
 	}
 	if o.MaxSkew > 0 && o.Round == 0 {
 		return o, invalid("max skew needs a round")
+	}
+	if o.Trigger && o.roundSet {
+		return o, invalid("a trigger acquire claims no round: WithTrigger and WithRound do not combine")
 	}
 	if o.timeRound && o.MaxSkew < time.Millisecond {
 		return o, invalid("max skew must be at least 1ms, got %s", o.MaxSkew)

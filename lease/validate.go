@@ -120,14 +120,15 @@ func Hash(s string) string {
 }
 
 // Reserved namespace names: a prefix must not end with one of them, or its
-// lease data could collide with another prefix's fence, round or ID index.
-var reservedSegments = []string{"fence", "round", "id"}
+// lease data could collide with another prefix's fence, round, ID index,
+// pause, trigger, status or fleet keys.
+var reservedSegments = []string{"fence", "round", "id", "pause", "trigger", "status", "fleet"}
 
 // NormalizePrefix strips trailing colons from prefix and checks the prefix
 // rules: non-empty, at most 128 bytes, no braces (they would change the
 // Redis Cluster hash tag), no whitespace or control characters, and no
-// reserved last segment (fence, round, id) that would let lease data of
-// this prefix overlap the fence or round namespace of another.
+// reserved last segment (fence, round, id, pause, trigger, status, fleet)
+// that would let lease data of this prefix overlap a namespace of another.
 func NormalizePrefix(prefix string) (string, error) {
 	p := strings.TrimRight(prefix, ":")
 	if p == "" {

@@ -146,6 +146,10 @@ func TestNormalizePrefix(t *testing.T) {
 		{"reserved fence", "app:fence", "", `reserved segment "fence"`},
 		{"reserved round", "round", "", `reserved segment "round"`},
 		{"reserved id with colon", "app:id:", "", `reserved segment "id"`},
+		{"reserved pause", "app:pause", "", `reserved segment "pause"`},
+		{"reserved trigger", "trigger", "", `reserved segment "trigger"`},
+		{"reserved status", "x:status", "", `reserved segment "status"`},
+		{"reserved fleet", "fleet", "", `reserved segment "fleet"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

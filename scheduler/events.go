@@ -28,7 +28,10 @@ const (
 	EventMissed
 	// EventStarted: this replica won the lease and is calling the job;
 	// Lateness is how long after the occurrence it started, CatchUp says
-	// whether it is a catch-up run.
+	// whether it is a catch-up run. It is emitted on the goroutine that then
+	// calls the job (and its middleware), just before the call, so an
+	// observer and a middleware can pair them. The run's events carry
+	// LeaseID, the short form of Run.LeaseID, which identifies the run.
 	EventStarted
 	// EventRenewed: the heartbeat renewed the run's lease; Latency is how
 	// long the renewal took (from just before it was sent to its answer).

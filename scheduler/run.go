@@ -21,6 +21,7 @@ type Run struct {
 	Fence      fencing.Token // the run's fencing token (also in fencing.FromContext)
 	LeaseID    string        // the lease ID; a secret of sorts: log lease.ShortID(LeaseID)
 	Owner      string        // the holder label stored with the lease
+	Replica    string        // the instance ID of the replica running it (WithInstanceID)
 	// CatchUp is set when the run is a late claim of an occurrence that
 	// had not run (WithCatchUp), rather than the occurrence's own firing.
 	CatchUp bool
@@ -114,7 +115,7 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		job:   j,
 		lease: l,
 		done:  make(chan struct{}),
-		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner, CatchUp: f.catchUp},
+		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner, Replica: s.cfg.instanceID, CatchUp: f.catchUp},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", l.LogID()), slog.Any("fence", l.Fence)),
 	}

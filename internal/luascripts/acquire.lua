@@ -4,6 +4,7 @@
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
 -- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
+-- KEYS[5] pause key        <prefix>:pause:{G}        (exists while the key is paused)
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
 -- ARGV[3] PX of the data key in ms: ttl + tolerance, so the record lives
@@ -13,6 +14,7 @@
 -- ARGV[5] record tail built by the client: "key":...,"owner":...}
 -- ARGV[6] round, 0 for none
 -- ARGV[7] max skew in ms, 0 for none
+-- ARGV[8] "1" to honour a pause of the key, "0" to ignore it
 --
 -- Returns
 --   {1, fence, expiresAtMs, acquiredAtMs, prevRound}  acquired; prevRound is
@@ -25,11 +27,16 @@
 --   {-3}                                   round not newer than the recorded one
 --                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
+--   {-6}                                   the key is paused (and ARGV[8] is "1"); a
+--                                          round newer than the recorded one is recorded
 --   {-9}                                   unreadable record, round or fence counter
 --
--- Order of checks: a claimed round first (the definitive answer: that
+-- Order of checks: a pause first (every replica reports a paused
+-- occurrence as paused; its round is recorded so that it is neither missed
+-- nor caught up), then a claimed round (the definitive answer: that
 -- occurrence ran or runs), then a live lease (held by an earlier round: an
--- overlap), then the skew bound. The round is read only when one is given.
+-- overlap), then the skew bound. The round is read only when one is given;
+-- the pause is looked up only when asked, with EXISTS (no string is made).
 --
 -- The fence never goes back, even if Redis lost its data: it is the
 -- counter + 1, or the server clock's floor, now in ms * 100, if that is
@@ -51,6 +58,13 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local round = tonumber(ARGV[6])
+if ARGV[8] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then
+  if round > 0 then
+    local rec = redis.call('GET', KEYS[4])
+    if not rec or (tonumber(rec) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
+  end
+  return {-6}
+end
 local last -- the round record as stored, for "prev"
 local prev = 0
 if round > 0 then

@@ -35,6 +35,40 @@ var ReleaseLease string
 //go:embed rollback.lua
 var Rollback string
 
+// AcquireTrigger takes a lease to run a queued trigger, consuming it; see
+// acquire_trigger.lua.
+//
+//go:embed acquire_trigger.lua
+var AcquireTrigger string
+
+// ReleaseStatus releases a held lease and records the run's status; see
+// release_status.lua.
+//
+//go:embed release_status.lua
+var ReleaseStatus string
+
+// TriggerAdd queues a trigger; see trigger_add.lua.
+//
+//go:embed trigger_add.lua
+var TriggerAdd string
+
+// PauseSet pauses a key; see pause_set.lua.
+//
+//go:embed pause_set.lua
+var PauseSet string
+
+// RegistryPublish writes a replica's registry entry; see
+// registry_publish.lua.
+//
+//go:embed registry_publish.lua
+var RegistryPublish string
+
+// RegistryRefresh keeps a replica's registry entry alive; see
+// registry_refresh.lua.
+//
+//go:embed registry_refresh.lua
+var RegistryRefresh string
+
 // Lookup reads the live lease on a key; see lookup.lua.
 //
 //go:embed lookup.lua
@@ -59,14 +93,20 @@ const ToleranceMs = 1000
 // All returns every script by file name, for tests and tooling.
 func All() map[string]string {
 	return map[string]string{
-		"acquire.lua":       Acquire,
-		"extend.lua":        Extend,
-		"release.lua":       Release,
-		"extend_lease.lua":  ExtendLease,
-		"release_lease.lua": ReleaseLease,
-		"rollback.lua":      Rollback,
-		"lookup.lua":        Lookup,
-		"lookup_id.lua":     LookupID,
-		"islocked.lua":      IsLocked,
+		"acquire.lua":          Acquire,
+		"extend.lua":           Extend,
+		"release.lua":          Release,
+		"extend_lease.lua":     ExtendLease,
+		"release_lease.lua":    ReleaseLease,
+		"rollback.lua":         Rollback,
+		"acquire_trigger.lua":  AcquireTrigger,
+		"release_status.lua":   ReleaseStatus,
+		"trigger_add.lua":      TriggerAdd,
+		"pause_set.lua":        PauseSet,
+		"registry_publish.lua": RegistryPublish,
+		"registry_refresh.lua": RegistryRefresh,
+		"lookup.lua":           Lookup,
+		"lookup_id.lua":        LookupID,
+		"islocked.lua":         IsLocked,
 	}
 }

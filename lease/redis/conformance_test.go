@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet/fleettest"
 	"github.com/cronguard/cronguard/lease/leasetest"
 )
 
@@ -13,5 +16,16 @@ func TestStore_Conformance(t *testing.T) {
 	srv := startServer(t)
 	leasetest.Run(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
+	})
+}
+
+// TestStore_FleetConformance runs the control plane's suite against the
+// Redis store, each subtest under its own prefix.
+func TestStore_FleetConformance(t *testing.T) {
+	srv := startServer(t)
+	fleettest.Run(t, func(t *testing.T) fleettest.Env {
+		st, err := New(srv.client, WithPrefix(uniquePrefix()))
+		require.NoError(t, err)
+		return fleettest.Env{Store: st, Wait: time.Sleep}
 	})
 }

@@ -28,9 +28,16 @@ var (
 	extendLeaseScript  = rueidis.NewLuaScript(luascripts.ExtendLease)
 	releaseLeaseScript = rueidis.NewLuaScript(luascripts.ReleaseLease)
 	rollbackScript     = rueidis.NewLuaScript(luascripts.Rollback)
-	lookupScript       = rueidis.NewLuaScript(luascripts.Lookup)
-	lookupIDScript     = rueidis.NewLuaScript(luascripts.LookupID)
-	isLockedScript     = rueidis.NewLuaScript(luascripts.IsLocked)
+	// The control plane's scripts (package fleet).
+	acquireTriggerScript  = rueidis.NewLuaScript(luascripts.AcquireTrigger)
+	releaseStatusScript   = rueidis.NewLuaScript(luascripts.ReleaseStatus)
+	triggerAddScript      = rueidis.NewLuaScript(luascripts.TriggerAdd)
+	pauseSetScript        = rueidis.NewLuaScript(luascripts.PauseSet)
+	registryPublishScript = rueidis.NewLuaScript(luascripts.RegistryPublish)
+	registryRefreshScript = rueidis.NewLuaScript(luascripts.RegistryRefresh)
+	lookupScript          = rueidis.NewLuaScript(luascripts.Lookup)
+	lookupIDScript        = rueidis.NewLuaScript(luascripts.LookupID)
+	isLockedScript        = rueidis.NewLuaScript(luascripts.IsLocked)
 )
 
 // Script return codes (see internal/luascripts).
@@ -42,6 +49,8 @@ const (
 	codeClaimed    = -3
 	codeSkew       = -4
 	codeElsewhere  = -5 // keyed scripts: the ID's index names another data key
+	codePaused     = -6
+	codeNoTrigger  = -7
 	codeUnreadable = -9
 )
 
@@ -137,7 +146,14 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		owner, ownerJSON = o.Owner, jsonString(o.Owner)
 	}
 	id, ik := newLeaseID(s.prefix, ks.slot)
-	keys, args := acquireKeysArgs(ks, ik, id, ttl, nkey, ownerJSON, o)
+	if o.Trigger {
+		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON)
+	}
+	pause := ks.data // never read unless the acquire honours a pause
+	if o.PauseCheck {
+		pause = ks.pause(s.prefix)
+	}
+	keys, args := acquireKeysArgs(ks, ik, pause, id, ttl, nkey, ownerJSON, o)
 	sent := s.clock.Now()
 	resp := s.execAcquire(ctx, keys, args)
 	if err := resp.Error(); err != nil {
@@ -161,6 +177,8 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d", op, keyName(ks), lease.ErrRoundClaimed, o.Round)
 	case r.is(codeSkew):
 		return nil, fmt.Errorf("lease/redis: %s %s: %w: round %d is more than %s ahead of server time", op, keyName(ks), lease.ErrClockSkew, o.Round, o.MaxSkew)
+	case r.is(codePaused):
+		return nil, fmt.Errorf("lease/redis: %s %s: %w", op, keyName(ks), lease.ErrPaused)
 	case r.is(codeUnreadable):
 		return nil, internalErr(op, keyName(ks), errUnreadable)
 	default:
@@ -305,7 +323,7 @@ func intsReply(resp rueidis.RedisResult) (reply, error) {
 // acquireKeysArgs builds the acquire script's KEYS and ARGV (see
 // acquire.lua) with two allocations: one backing array for both slices and
 // one string that the numeric and record arguments are slices of.
-func acquireKeysArgs(ks keyset, ik, id string, ttl time.Duration, key, ownerJSON string, o lease.AcquireOptions) (keys, args []string) {
+func acquireKeysArgs(ks keyset, ik, pause, id string, ttl time.Duration, key, ownerJSON string, o lease.AcquireOptions) (keys, args []string) {
 	ttlMs := ttl.Milliseconds()
 	var b strings.Builder
 	b.Grow(5*20 + len(key) + len(ownerJSON) + len(`"key":,"owner":}`))
@@ -323,10 +341,14 @@ func acquireKeysArgs(ks keyset, ik, id string, ttl time.Duration, key, ownerJSON
 	writeInt(4, o.Round)
 	writeInt(5, o.MaxSkew.Milliseconds())
 	all := b.String()
-	kv := []string{
-		ks.data, ik, ks.fence, ks.round,
-		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]],
-		all[ends[2]:ends[3]], all[ends[3]:ends[4]], all[ends[4]:ends[5]],
+	pauseCheck := "0"
+	if o.PauseCheck {
+		pauseCheck = "1"
 	}
-	return kv[:4:4], kv[4:]
+	kv := []string{
+		ks.data, ik, ks.fence, ks.round, pause,
+		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]],
+		all[ends[2]:ends[3]], all[ends[3]:ends[4]], all[ends[4]:ends[5]], pauseCheck,
+	}
+	return kv[:5:5], kv[5:]
 }

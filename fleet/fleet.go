@@ -1,0 +1,172 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Replica is a scheduler's entry in the registry.
+type Replica struct {
+	// ID is the replica's instance ID (scheduler.WithInstanceID).
+	ID string
+	// Version is the cronguard version the replica runs.
+	Version string
+	// Started is when the replica's scheduler started, on its clock.
+	Started time.Time
+	// Refresh is how often the replica refreshes its entry; the entry
+	// lapses after a few missed refreshes (Store.PublishReplica's ttl).
+	Refresh time.Duration
+	// Jobs are the jobs the replica has registered.
+	Jobs []Job
+	// Expires is when the entry lapses unless refreshed, in the store's
+	// time. Set by the store on read; ignored on publish.
+	Expires time.Time
+}
+
+// Job is a job as a replica registered it.
+type Job struct {
+	// Name is the job's name.
+	Name string
+	// Key is the job's lease key: the scheduler's key prefix plus Name.
+	Key string
+	// Schedule describes the schedule (scheduler.Schedule's String).
+	Schedule string
+	// Fingerprint identifies the job's schedule and options: replicas that
+	// register one name with different fingerprints are in conflict.
+	Fingerprint string
+}
+
+// Conflict is one job name registered with different fingerprints by two
+// live replicas.
+type Conflict struct {
+	// Job is the job's name; Key its lease key.
+	Job, Key string
+	// Replicas are the two replicas and Jobs their registrations, in the
+	// same order.
+	Replicas [2]string
+	Jobs     [2]Job
+}
+
+// Status is the last run of a job, as recorded by the replica that ran it
+// when it released the lease.
+type Status struct {
+	// Occurrence is the run's occurrence (its trigger's time for a
+	// triggered run).
+	Occurrence time.Time
+	// Owner is the holder label of the run's lease (replica and job).
+	Owner string
+	// Fence is the run's fencing token.
+	Fence fencing.Token
+	// Started is when the lease was acquired, in the store's time.
+	Started time.Time
+	// Duration is how long the job ran, on the replica's clock.
+	Duration time.Duration
+	// Outcome is "succeeded", "failed", "panicked" or "timed_out".
+	Outcome string
+	// Error is the run's error cut to one line and MaxErrorBytes, with
+	// credentials in URLs removed (SanitizeError), or only its class when
+	// the job asked for that; empty on success.
+	Error string
+	// Trigger is the ID of the trigger the run consumed, if any.
+	Trigger string
+}
+
+// Pause says a job is paused fleet-wide.
+type Pause struct {
+	By   string    // who paused it (free text, e.g. an operator's name)
+	Note string    // why
+	At   time.Time // when, in the store's time; set by the store
+}
+
+// Trigger is a request to run a job now, once.
+type Trigger struct {
+	ID      string    // unique; reported back in the run's Status and Message
+	Key     string    // the job's lease key
+	By      string    // who asked (free text)
+	At      time.Time // when it was queued, in the store's time; set by the store
+	Expires time.Time // when it lapses unless consumed; set by the store
+}
+
+// Store is the control plane's storage: a lease store that also keeps the
+// registry, run status, pauses and triggers, in the slots of the jobs they
+// concern where that matters (lease/redis). Its methods are safe for
+// concurrent use and validate their arguments before any I/O
+// (lease.ErrInvalidArgument); other errors wrap lease's sentinels.
+type Store interface {
+	lease.Store
+
+	// PublishReplica writes r's entry, living ttl unless refreshed, and
+	// checks its jobs against the fleet's: it returns the conflicts with
+	// other live replicas. Call it when r's jobs change; RefreshReplica
+	// otherwise.
+	PublishReplica(ctx context.Context, r Replica, ttl time.Duration) ([]Conflict, error)
+	// RefreshReplica keeps the entry of replica id alive for ttl more and
+	// returns the fleet's generation, a number that changes whenever any
+	// replica's jobs change (so a replica knows when to look for new
+	// conflicts), and whether the entry was still there (false: publish
+	// it again). It does a constant amount of work whatever the number of
+	// jobs.
+	RefreshReplica(ctx context.Context, id string, ttl time.Duration) (generation int64, found bool, err error)
+	// DropReplica removes replica id's entry (a clean stop).
+	DropReplica(ctx context.Context, id string) error
+	// Replicas returns the live replicas' entries, by ID.
+	Replicas(ctx context.Context) ([]Replica, error)
+	// Conflicts returns the conflicts among live replicas.
+	Conflicts(ctx context.Context) ([]Conflict, error)
+
+	// ReleaseWithStatus releases l as lease.Release does and, if it was
+	// still held, records st as its key's last run, in one atomic step. It
+	// also returns how many triggers wait for the key.
+	ReleaseWithStatus(ctx context.Context, l *lease.Lease, st Status) (triggers int, err error)
+	// LastStatus returns the last run recorded for key, and false if none.
+	LastStatus(ctx context.Context, key string) (Status, bool, error)
+
+	// SetPause pauses key fleet-wide (acquires with lease.WithPauseCheck
+	// fail with lease.ErrPaused); a second call replaces the note.
+	SetPause(ctx context.Context, key string, p Pause) error
+	// ClearPause resumes key and reports whether it was paused.
+	ClearPause(ctx context.Context, key string) (bool, error)
+	// PauseOf returns key's pause, and false if it is not paused.
+	PauseOf(ctx context.Context, key string) (Pause, bool, error)
+
+	// AddTrigger queues a trigger for key, living ttl unless consumed, and
+	// tells the replicas (a Message of kind MessageTrigger).
+	AddTrigger(ctx context.Context, key, by string, ttl time.Duration) (Trigger, error)
+	// PendingTriggers returns how many live triggers wait for key.
+	PendingTriggers(ctx context.Context, key string) (int, error)
+
+	// Publish sends m on the control channel.
+	Publish(ctx context.Context, m Message) error
+	// Subscribe calls fn with every Message on the control channel until
+	// stop is called; stop waits for fn's last call. fn is called from one
+	// goroutine, in order, and must not block for long. After a dropped
+	// subscription is restored, fn receives a MessageResync, so the
+	// subscriber can read what it may have missed.
+	Subscribe(ctx context.Context, fn func(Message)) (stop func(), err error)
+}
+
+// MessageKind says what a Message announces.
+type MessageKind string
+
+// The kinds of Message.
+const (
+	// MessageTrigger: a trigger was queued for Key.
+	MessageTrigger MessageKind = "trigger"
+	// MessageDone: the run of trigger Trigger on Key ended with Outcome.
+	MessageDone MessageKind = "done"
+	// MessageResync: the subscription was restored after it dropped;
+	// messages may have been missed. Set by Subscribe only.
+	MessageResync MessageKind = "resync"
+)
+
+// Message is what the control channel carries.
+type Message struct {
+	Kind    MessageKind
+	Key     string // the job's lease key
+	Trigger string // the trigger's ID
+	Outcome string // for MessageDone: the run's Status.Outcome
+	Error   string // for MessageDone: the run's Status.Error
+}

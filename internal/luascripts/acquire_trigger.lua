@@ -1,0 +1,59 @@
+-- acquire_trigger: take the lease on one key to run a trigger: only if
+-- the key is free and a live trigger is queued, which is consumed in the
+-- same step. Claims no round.
+--
+-- KEYS[1] lease data key   <prefix>:{G}
+-- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
+-- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
+-- KEYS[4] trigger queue    <prefix>:trigger:{G}      (a list of "<expiresAtMs>|<queuedAtMs>|<trigger id>")
+-- ARGV[1] lease ID (22 characters)
+-- ARGV[2] ttl in ms
+-- ARGV[3] PX of the data key in ms (ttl + tolerance)
+-- ARGV[4] PX of the index key in ms (ttl + tolerance + retention)
+-- ARGV[5] record tail built by the client: "key":...,"owner":...}
+--
+-- Returns
+--   {1, fence, expiresAtMs, acquiredAtMs, triggerID, queuedAtMs}  acquired
+--   {0, remainingMs}   a live lease holds the key; the triggers stay queued
+--   {-7}               no live trigger is queued (expired ones are dropped)
+--   {-9}               unreadable record or fence counter
+--
+-- The fence follows the rule of acquire.lua (never goes back). The record
+-- layout is acquire.lua's, with "prev":0.
+local TOLERANCE_MS = 1000
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local exp = tonumber(string.sub(cur, 50, 62))
+  if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
+    return {-9}
+  end
+  if exp > now - TOLERANCE_MS then
+    return {0, exp + TOLERANCE_MS - now}
+  end
+end
+
+local id, queued
+for _ = 1, 1000 do
+  local e = redis.call('LPOP', KEYS[4])
+  if not e then return {-7} end
+  local exp, at, tid = string.match(e, '^(%d+)|(%d+)|(.+)$')
+  if exp and tonumber(exp) > now then
+    id, queued = tid, tonumber(at)
+    break
+  end
+end
+if not id then return {-7} end
+
+local fence = redis.call('INCR', KEYS[3])
+local floor = now * 100
+if fence < floor then
+  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+end
+local exp = now + tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":0,%s',
+  ARGV[1], exp, now, fence, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
+return {1, fence, exp, now, id, queued}

@@ -1,0 +1,17 @@
+-- registry_refresh: keep a replica's registry entry alive.
+--
+-- KEYS[1] live replicas    <prefix>:fleet:{<prefix>:fleet}:replicas
+-- KEYS[2] the entry        <prefix>:fleet:{<prefix>:fleet}:replica:<id>
+-- KEYS[3] generation       <prefix>:fleet:{<prefix>:fleet}:generation
+-- ARGV[1] replica ID
+-- ARGV[2] how long the entry lives unless refreshed, in ms
+--
+-- Returns {found, generation}: found is 0 when the entry had lapsed (the
+-- replica must publish it again). A constant amount of work, whatever the
+-- number of jobs.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local gen = tonumber(redis.call('GET', KEYS[3]) or '0')
+if redis.call('PEXPIRE', KEYS[2], ARGV[2]) == 0 then return {0, gen} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return {1, gen}

@@ -1,0 +1,29 @@
+-- release_status: release_lease.lua that also records the run's status,
+-- for a holder that knows its lease's key; and says how many triggers wait.
+--
+-- KEYS[1] lease data key   <prefix>:{G}
+-- KEYS[2] ID index key     <prefix>:id:{T}:<id>  (same slot as G)
+-- KEYS[3] status key       <prefix>:status:{G}   (the last run, JSON; no expiry)
+-- KEYS[4] trigger queue    <prefix>:trigger:{G}
+-- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
+-- ARGV[2] the status, JSON, built by the client
+--
+-- Returns {code, triggers}: code is release_lease.lua's (1 released, 0 not
+-- owner, -1 not found, -2 expired, -5 another data key, -9 unreadable);
+-- the status is written only with code 1, by the holder. triggers is the
+-- length of the trigger queue (expired entries included; the trigger
+-- acquire drops them).
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 49) == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('SET', KEYS[3], ARGV[2])
+  return {1, redis.call('LLEN', KEYS[4])}
+end
+local dk = redis.call('GET', KEYS[2])
+if not dk then return {-1, 0} end
+if dk ~= KEYS[1] then return {-5, 0} end
+if not v then return {-2, 0} end
+if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expiresAtMs":' or not tonumber(string.sub(v, 50, 62)) then
+  return {-9, 0}
+end
+return {0, 0}

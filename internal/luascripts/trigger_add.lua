@@ -1,0 +1,15 @@
+-- trigger_add: queue a trigger for one key.
+--
+-- KEYS[1] trigger queue    <prefix>:trigger:{G}
+-- ARGV[1] trigger ID
+-- ARGV[2] how long the trigger lives, in ms
+--
+-- Returns {queuedAtMs, expiresAtMs}. The queue entry is
+-- "<expiresAtMs>|<queuedAtMs>|<trigger id>"; the queue itself expires with
+-- its last entry.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local exp = now + tonumber(ARGV[2])
+redis.call('RPUSH', KEYS[1], string.format('%d|%d|%s', exp, now, ARGV[1]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {now, exp}
