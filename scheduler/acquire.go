@@ -76,9 +76,15 @@ func (s *Scheduler) acquire(j *job, f firing) (*lease.Lease, error) {
 		backoff.WithMaxElapsedTime(0), // until bounds the retries
 		backoff.WithClockProvider(s.cfg.clock),
 	)
+	opts := []lease.AcquireOption{lease.WithOwner(j.owner), lease.WithRoundTime(f.occ, f.maxSkew), lease.WithPauseCheck()}
+	if f.trigger {
+		// A run now: under the job's lease, claiming no round; the store
+		// consumes the trigger with the acquire.
+		opts = []lease.AcquireOption{lease.WithOwner(j.owner), lease.WithTrigger()}
+	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(j.ttl, MaxCleanup))
-		l, err := s.store.Acquire(actx, j.key, j.ttl, lease.WithRoundTime(f.occ, f.maxSkew), lease.WithOwner(j.owner))
+		l, err := s.store.Acquire(actx, j.key, j.ttl, opts...)
 		cancel()
 		if err == nil || !transient(err) {
 			return l, err

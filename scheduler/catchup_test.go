@@ -91,7 +91,7 @@ func TestScheduler_CatchUp_AfterALongRun(t *testing.T) {
 		base := time.Now()
 		first := make(chan struct{}, 1)
 		first <- struct{}{}
-		f := newFleet(t, 2, nil, func(s *Scheduler, occ *occurrences) {
+		f := newReplicaSet(t, 2, nil, func(s *Scheduler, occ *occurrences) {
 			require.NoError(t, s.Register("long", Every(10*time.Second), func(ctx context.Context) error {
 				_ = occ.record(ctx)
 				select {

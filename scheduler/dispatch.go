@@ -3,8 +3,12 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Firings reach the store through three steps, so that neither gocron nor
@@ -34,22 +38,31 @@ import (
 // group is the jobs that share one schedule, fired by one gocron job.
 type group struct {
 	key  string
-	plan plan // the first member's; every member's plan is equal to it
+	plan plan                      // the first member's; every member's plan is equal to it
+	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
 
 	mu   sync.Mutex
-	jobs []*job // append-only
+	jobs []*job // copied on write: a slice returned by members never changes
 }
 
 func (g *group) add(j *job) {
 	g.mu.Lock()
-	g.jobs = append(g.jobs, j)
+	g.jobs = append(slices.Clip(g.jobs), j)
 	g.mu.Unlock()
+}
+
+// remove drops j and reports whether the group is now empty.
+func (g *group) remove(j *job) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.jobs = slices.DeleteFunc(slices.Clone(g.jobs), func(m *job) bool { return m == j })
+	return len(g.jobs) == 0
 }
 
 func (g *group) members() []*job {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.jobs // append-only: the returned slice never changes
+	return g.jobs
 }
 
 // acquireTask is a queue entry: acquire the lease of job for firing.
@@ -82,7 +95,18 @@ func (s *Scheduler) dispatch(j *job, f firing) {
 		s.debug(j, f.occ, "duplicate firing of an occurrence already handled here: dropped")
 	case offerLate:
 		s.debug(j, f.occ, "catch-up dropped: a newer occurrence of the job is being acquired")
+	case offerDeferred:
+		s.debug(j, f.occ, "trigger deferred: the job is being acquired")
 	}
+}
+
+// dispatchTrigger hands a trigger of j to the acquire queue: a run now, if
+// this replica wins the job's lease and the trigger (package fleet).
+func (s *Scheduler) dispatchTrigger(j *job) {
+	if s.base.Err() != nil || j.removed.Load() {
+		return
+	}
+	s.dispatch(j, firing{occ: s.cfg.clock.Now().In(s.cfg.location), trigger: true})
 }
 
 // enqueue hands the busy firing f of j to the acquire workers. Once the

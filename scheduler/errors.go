@@ -17,6 +17,8 @@ var (
 	// ErrDuplicateJob: Register was called twice with the same job name (after
 	// NFC normalization).
 	ErrDuplicateJob = errors.New("scheduler: duplicate job")
+	// ErrUnknownJob: Remove named a job that is not registered.
+	ErrUnknownJob = errors.New("scheduler: unknown job")
 	// ErrAlreadyStarted: Start was called on a running scheduler.
 	ErrAlreadyStarted = errors.New("scheduler: already started")
 	// ErrShutdown is the cause (context.Cause) of a run context cancelled by

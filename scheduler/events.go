@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/fleet"
 )
 
 // EventKind says what happened to a job at one firing.
@@ -58,6 +59,10 @@ const (
 	EventLeaseLost
 	// EventReleased: the lease was released after the run.
 	EventReleased
+	// EventConflict: another live replica registered this job with a
+	// different schedule or options (Conflict): the two disagree on when
+	// or how it runs. Logged as an error; reported once per conflict.
+	EventConflict
 
 	numEventKinds // one past the last kind
 )
@@ -91,6 +96,8 @@ func (k EventKind) String() string {
 		return "lease lost"
 	case EventReleased:
 		return "released"
+	case EventConflict:
+		return "conflict"
 	default:
 		return "unknown"
 	}
@@ -121,6 +128,9 @@ const (
 	// two of a job at once. No store round trip was made; the occurrence
 	// may run elsewhere.
 	SkipRunning
+	// SkipPaused: the job is paused fleet-wide (package fleet, inspect).
+	// The occurrence is recorded as handled: not missed, not caught up.
+	SkipPaused
 
 	numSkipReasons // one past the last reason
 )
@@ -140,6 +150,8 @@ func (r SkipReason) String() string {
 		return "overrun"
 	case SkipRunning:
 		return "running here"
+	case SkipPaused:
+		return "paused"
 	default:
 		return "none"
 	}
@@ -148,20 +160,22 @@ func (r SkipReason) String() string {
 // Event is what an observer (WithObserver) receives.
 type Event struct {
 	Kind       EventKind
-	Job        string        // the job's name
-	Instance   string        // this replica's instance ID
-	Occurrence time.Time     // the scheduled time of the firing
-	Reason     SkipReason    // for EventSkipped
-	Fence      fencing.Token // the run's fencing token, once acquired
-	LeaseID    string        // the lease ID in short form (lease.ShortID), once acquired
-	CatchUp    bool          // the run is a catch-up (WithCatchUp), once acquired
-	Lateness   time.Duration // for started: how long after the occurrence the run started
-	Duration   time.Duration // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
-	Remaining  time.Duration // for lease lost: how long the lease had left to its local deadline
-	Latency    time.Duration // for renewed: how long the renewal took
-	Attempt    int           // for acquire retrying: the attempt that failed (1 for the first)
-	Missed     Missed        // for missed: the occurrences that ran nowhere
-	Err        error         // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
+	Job        string         // the job's name
+	Instance   string         // this replica's instance ID
+	Occurrence time.Time      // the scheduled time of the firing
+	Reason     SkipReason     // for EventSkipped
+	Fence      fencing.Token  // the run's fencing token, once acquired
+	LeaseID    string         // the lease ID in short form (lease.ShortID), once acquired
+	CatchUp    bool           // the run is a catch-up (WithCatchUp), once acquired
+	Lateness   time.Duration  // for started: how long after the occurrence the run started
+	Duration   time.Duration  // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
+	Remaining  time.Duration  // for lease lost: how long the lease had left to its local deadline
+	Latency    time.Duration  // for renewed: how long the renewal took
+	Attempt    int            // for acquire retrying: the attempt that failed (1 for the first)
+	Missed     Missed         // for missed: the occurrences that ran nowhere
+	Trigger    string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
+	Conflict   fleet.Conflict // for conflict: the two registrations
+	Err        error          // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
 }
 
 // Missed describes occurrences of a job that ran nowhere, as the ledger
@@ -190,19 +204,23 @@ type Stats struct {
 	SkipShutdown  uint64 // occurrences skipped: shutting down
 	SkipOverrun   uint64 // occurrences skipped: this replica was still acquiring earlier ones
 	SkipRunning   uint64 // occurrences skipped: an earlier run still executed on this replica
+	SkipPaused    uint64 // occurrences skipped: the job was paused
 	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
 	Retries       uint64 // acquires retried after a transient error
 	Renewals      uint64 // lease renewals confirmed while jobs ran
 	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
 	CatchUps      uint64 // catch-up runs started (WithCatchUp)
+	Triggered     uint64 // runs started for a trigger (a run now)
+	Conflicts     uint64 // conflicts with other replicas' registrations, reported
 }
 
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	kinds    [numEventKinds]atomic.Uint64
-	reasons  [numSkipReasons]atomic.Uint64
-	missed   atomic.Uint64
-	catchUps atomic.Uint64
+	kinds     [numEventKinds]atomic.Uint64
+	reasons   [numSkipReasons]atomic.Uint64
+	missed    atomic.Uint64
+	catchUps  atomic.Uint64
+	triggered atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
@@ -216,6 +234,8 @@ func (c *counters) count(e Event) {
 		c.missed.Add(uint64(e.Missed.Count))
 	case e.Kind == EventStarted && e.CatchUp:
 		c.catchUps.Add(1)
+	case e.Kind == EventStarted && e.Trigger != "":
+		c.triggered.Add(1)
 	}
 }
 
@@ -227,8 +247,8 @@ func (c *counters) snapshot() Stats {
 		Failed:   k(EventFailed) + k(EventPanicked) + k(EventTimedOut),
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
-		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning),
+		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning), SkipPaused: r(SkipPaused),
 		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
-		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(),
+		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(), Triggered: c.triggered.Load(), Conflicts: k(EventConflict),
 	}
 }

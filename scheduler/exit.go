@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/heartbeat"
 	"github.com/cronguard/cronguard/internal/retry"
 	"github.com/cronguard/cronguard/lease"
@@ -59,7 +61,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	if end.how == exitNotStarted {
 		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
 		s.emit(r.job, r.event(EventFailed, end.err))
-		s.release(r)
+		s.release(r, nil)
 		return
 	}
 	took := s.cfg.clock.Since(r.began)
@@ -74,11 +76,97 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	ev.Duration = took
 	s.emit(r.job, ev)
 	s.reportOutlived(r, lost)
-	if s.release(r) {
+	st := r.status(ev)
+	r.job.setLastRun(st)
+	released, triggers := s.release(r, &st)
+	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
+	}
+	if r.info.Trigger != "" {
+		s.announceDone(r, st)
+	}
+	if triggers > 0 {
+		s.dispatchTrigger(r.job) // a trigger waited for this run to end
 	}
 	if latest, ok := r.job.plan.prev(s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
 		s.catchUp(r.job) // occurrences came due while it ran, and found it locked
+	}
+}
+
+// status is the run's fleet.Status, from its end event.
+func (r *run) status(end Event) fleet.Status {
+	st := fleet.Status{
+		Occurrence: r.info.Occurrence,
+		Owner:      r.lease.Owner,
+		Fence:      r.lease.Fence,
+		Started:    r.lease.AcquiredAt,
+		Duration:   end.Duration,
+		Outcome:    outcomeName(end.Kind),
+		Trigger:    r.info.Trigger,
+	}
+	if end.Err != nil {
+		st.Error = end.Err.Error()
+		if r.job.errorClassOnly {
+			st.Error = errorClass(end.Err)
+		}
+	}
+	return st
+}
+
+// outcomeName names a run's end event as fleet.Status.Outcome does.
+func outcomeName(k EventKind) string {
+	switch k {
+	case EventSucceeded:
+		return "succeeded"
+	case EventPanicked:
+		return "panicked"
+	case EventTimedOut:
+		return "timed_out"
+	}
+	return "failed"
+}
+
+// errorClass names what kind of error a run failed with, without its text
+// (WithErrorClassOnly).
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, ErrPanic):
+		return "panic"
+	case errors.Is(err, ErrGoexit):
+		return "goexit"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
+	case errors.Is(err, ErrShutdown):
+		return "shutdown"
+	case errors.Is(err, heartbeat.ErrLeaseLost), errors.Is(err, heartbeat.ErrLeaseUnconfirmed):
+		return "lease_lost"
+	case errors.Is(err, fencing.ErrStale):
+		return "fencing_stale"
+	case errors.Is(err, fencing.ErrDuplicate):
+		return "fencing_duplicate"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	if c := lease.Class(err); c != "other" {
+		return c
+	}
+	return "error"
+}
+
+// announceDone tells the fleet that a triggered run ended, so that whoever
+// asked for it (inspect's Trigger with wait) learns its outcome.
+func (s *Scheduler) announceDone(r *run, st fleet.Status) {
+	fs, ok := s.store.(fleet.Store)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	defer cancel()
+	m := fleet.Message{Kind: fleet.MessageDone, Key: r.job.key, Trigger: r.info.Trigger, Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error)}
+	if err := fs.Publish(ctx, m); err != nil {
+		r.log.Warn("could not announce the end of a triggered run", slog.Any("error", err))
 	}
 }
 
@@ -129,27 +217,37 @@ func (s *Scheduler) reportOutlived(r *run, lost error) {
 // release releases the run's lease with a fresh context bounded by
 // min(ttl, MaxCleanup), never with the run's (cancelled) context, retrying
 // transient errors (a connection reset by a Redis restart, say) within
-// that bound. It reports whether the lease was released: by this call, or
-// by an earlier attempt of it whose reply was lost (the lease is then not
-// found, where a lease that expired would say so).
-func (s *Scheduler) release(r *run) bool {
+// that bound. With a control plane it records st as the job's last run in
+// the same store operation, and learns how many triggers wait. It reports
+// whether the lease was released: by this call, or by an earlier attempt
+// of it whose reply was lost (the lease is then not found, where a lease
+// that expired would say so).
+func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers int) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
 	defer cancel()
-	attempts, err := retry.Do(ctx, r.lease.Release, func(err error, wait time.Duration) {
+	op := r.lease.Release
+	if fs, ok := s.store.(fleet.Store); ok && st != nil && s.control != nil {
+		op = func(ctx context.Context) error {
+			n, err := fs.ReleaseWithStatus(ctx, r.lease, *st)
+			triggers = n
+			return err
+		}
+	}
+	attempts, err := retry.Do(ctx, op, func(err error, wait time.Duration) {
 		r.log.Debug("job lease release failed; retrying", slog.Any("error", err), slog.Duration("retry_in", wait))
 	})
 	var nh *lease.NotHeldError
 	switch {
 	case err == nil:
 		r.log.Debug("job lease released", slog.Int("attempts", attempts))
-		return true
+		return true, triggers
 	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
 		r.log.Debug("job lease released by an earlier attempt whose reply was lost", slog.Int("attempts", attempts))
-		return true
+		return true, triggers
 	case errors.Is(err, lease.ErrNotHeld):
 		r.log.Debug("job lease was no longer held at release", slog.Any("error", err))
 	default:
 		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("attempts", attempts))
 	}
-	return false
+	return false, triggers
 }

@@ -50,19 +50,19 @@ func (o outageStore) Release(ctx context.Context, id string) error {
 	return o.Store.Release(ctx, id)
 }
 
-// fleet is n replicas on one miniredis (in a synctest bubble), each with
+// replicaSet is n replicas on one miniredis (in a synctest bubble), each with
 // its store wrapped by wrap, its events collected, and job registered on
 // each with opts.
-type fleet struct {
+type replicaSet struct {
 	replicas []*Scheduler
 	events   []*events
 	occ      *occurrences
 }
 
-func newFleet(t *testing.T, n int, wrap func(lease.Store) lease.Store, register func(s *Scheduler, occ *occurrences)) *fleet {
+func newReplicaSet(t *testing.T, n int, wrap func(lease.Store) lease.Store, register func(s *Scheduler, occ *occurrences)) *replicaSet {
 	t.Helper()
 	m := newBubbleMiniredis(t)
-	f := &fleet{occ: newOccurrences()}
+	f := &replicaSet{occ: newOccurrences()}
 	for i := range n {
 		store, err := leaseredis.New(newBubbleClient(t, m))
 		require.NoError(t, err)
@@ -79,14 +79,14 @@ func newFleet(t *testing.T, n int, wrap func(lease.Store) lease.Store, register 
 	return f
 }
 
-func (f *fleet) start(t *testing.T) {
+func (f *replicaSet) start(t *testing.T) {
 	t.Helper()
 	for _, s := range f.replicas {
 		require.NoError(t, s.Start())
 	}
 }
 
-func (f *fleet) shutdown(t *testing.T) {
+func (f *replicaSet) shutdown(t *testing.T) {
 	t.Helper()
 	for _, s := range f.replicas {
 		shutdown(t, s)
@@ -94,7 +94,7 @@ func (f *fleet) shutdown(t *testing.T) {
 }
 
 // all returns every replica's events of kind k.
-func (f *fleet) all(k EventKind) []Event {
+func (f *replicaSet) all(k EventKind) []Event {
 	var out []Event
 	for _, ev := range f.events {
 		out = append(out, ev.of(k)...)
@@ -133,7 +133,7 @@ func TestScheduler_Outage_RetriedWithinTheOccurrenceOrReportedMissed(t *testing.
 				base := time.Now() // a whole minute
 				from := base.Add(2 * time.Minute)
 				wrap := func(s lease.Store) lease.Store { return outageStore{Store: s, from: from, to: from.Add(tt.outage)} }
-				f := newFleet(t, 3, wrap, func(s *Scheduler, occ *occurrences) {
+				f := newReplicaSet(t, 3, wrap, func(s *Scheduler, occ *occurrences) {
 					require.NoError(t, s.Register("minutely", Cron("* * * * *"), occ.record, WithTTL(10*time.Second)))
 				})
 				time.Sleep(30 * time.Second) // off the grid
@@ -177,7 +177,7 @@ func TestScheduler_Overlap_HiddenOccurrencesReportedMissed(t *testing.T) {
 		base := time.Now()
 		var mu sync.Mutex
 		long := true
-		f := newFleet(t, 3, nil, func(s *Scheduler, occ *occurrences) {
+		f := newReplicaSet(t, 3, nil, func(s *Scheduler, occ *occurrences) {
 			require.NoError(t, s.Register("long", Every(10*time.Second), func(ctx context.Context) error {
 				_ = occ.record(ctx)
 				mu.Lock()

@@ -45,7 +45,9 @@ type config struct {
 	instanceID string
 	observers  []func(Event)
 	middleware []Middleware
-	clock      clockwork.Clock
+
+	registryRefresh time.Duration // < 0: no control plane
+	clock           clockwork.Clock
 
 	acquireConcurrency int
 }
@@ -63,6 +65,7 @@ func defaultConfig() config {
 		clock:      clockwork.NewRealClock(),
 
 		acquireConcurrency: DefaultAcquireConcurrency,
+		registryRefresh:    DefaultRegistryRefresh,
 	}
 }
 
@@ -202,6 +205,33 @@ func WithClock(clock clockwork.Clock) Option {
 	}
 }
 
+// WithRegistryRefresh sets how often this replica refreshes its entry in
+// the fleet's registry (package fleet), when the lease store keeps one (as
+// lease/redis and lease/memory do). The entry lapses three periods after
+// the last refresh, so a replica that dies leaves the registry within
+// 3*d (one that stops leaves at Shutdown). Default: DefaultRegistryRefresh
+// (5s). d must be at least 100ms and a whole number of milliseconds.
+func WithRegistryRefresh(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 100*time.Millisecond || d%time.Millisecond != 0 {
+			return invalidOption("WithRegistryRefresh: period must be a whole number of milliseconds, at least 100ms, got %s", d)
+		}
+		c.registryRefresh = d
+		return nil
+	}
+}
+
+// WithoutControlPlane keeps this replica out of the fleet's control plane
+// even when the lease store offers one: no registry entry, no triggers, no
+// run status. Pauses are still honoured: they are checked by the lease
+// acquire itself.
+func WithoutControlPlane() Option {
+	return func(c *config) error {
+		c.registryRefresh = -1
+		return nil
+	}
+}
+
 // WithAcquireConcurrency sets how many lease acquires the Scheduler runs at
 // once, each in one of its acquire workers (at most one per registered
 // job). Firings never wait for a worker: they queue, one entry per job at
@@ -224,10 +254,11 @@ func WithAcquireConcurrency(n int) Option {
 type JobOption func(*jobConfig) error
 
 type jobConfig struct {
-	ttl     time.Duration
-	timeout time.Duration
-	catchUp time.Duration
-	owner   string
+	ttl            time.Duration
+	timeout        time.Duration
+	catchUp        time.Duration
+	owner          string
+	errorClassOnly bool
 }
 
 // WithTTL sets the job lease's time to live. Default: DefaultTTL (30s).
@@ -294,6 +325,20 @@ func WithCatchUp(window time.Duration) JobOption {
 			return invalidOption("WithCatchUp: window must be positive, got %s", window)
 		}
 		c.catchUp = window
+		return nil
+	}
+}
+
+// WithErrorClassOnly makes the job's run status (package fleet, shown by
+// inspect and the cronguard CLI) keep only the class of a failed run's
+// error (for example "deadline_exceeded", "fencing_stale", "error"), not
+// its text. By default the text is kept, cut to one line and
+// fleet.MaxErrorBytes with what looks like credentials in URLs removed
+// (fleet.SanitizeError); use this for jobs whose errors may carry personal
+// data or secrets in other forms. Logs and events still carry the error.
+func WithErrorClassOnly() JobOption {
+	return func(c *jobConfig) error {
+		c.errorClassOnly = true
 		return nil
 	}
 }

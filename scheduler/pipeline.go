@@ -11,6 +11,7 @@ type firing struct {
 	occ     time.Time
 	maxSkew time.Duration
 	catchUp bool // a late claim of a missed occurrence (WithCatchUp), not a gocron firing
+	trigger bool // a run of a queued trigger (package fleet), not a gocron firing
 }
 
 // pipeline is a job's place in this replica's acquire path: at most one
@@ -24,6 +25,7 @@ type pipeline struct {
 	busy      bool
 	next      firing
 	hasNext   bool
+	trigger   bool // a trigger arrived while busy: acquire one when idle
 }
 
 // offerResult says what to do with an offered firing.
@@ -34,16 +36,28 @@ const (
 	offerWait                             // it waits behind the busy firing
 	offerDuplicate                        // gocron fired an occurrence already handled here: drop it
 	offerLate                             // a catch-up while the job is busy with a newer firing: drop it
+	offerDeferred                         // a trigger while the job is busy: acquired when it is done
 )
 
 // offer takes a firing of the job. A firing that waits replaces the one
 // that was waiting (superseded, ok): that one is skipped as an overrun, so
 // the firings that reach the store stay in order and the newest wins. A
 // catch-up is never a duplicate of a gocron firing, and is dropped when
-// the job is busy (whatever is being acquired is at least as new).
+// the job is busy (whatever is being acquired is at least as new). A
+// trigger never displaces a firing: while the job is busy it is deferred,
+// and acquired once the job is done (triggers wait in the store until one
+// replica runs them).
 func (p *pipeline) offer(f firing) (res offerResult, superseded firing, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if f.trigger {
+		if p.busy {
+			p.trigger = true
+			return offerDeferred, firing{}, false
+		}
+		p.busy = true
+		return offerQueue, firing{}, false
+	}
 	if !f.catchUp {
 		occ := f.occ.UnixMilli()
 		if occ <= p.lastFired {
@@ -64,16 +78,21 @@ func (p *pipeline) offer(f firing) (res offerResult, superseded firing, ok bool)
 }
 
 // done ends the busy firing: it returns the waiting firing, which becomes
-// the busy one, or ok=false when the job goes idle.
+// the busy one, else a deferred trigger (its occurrence is set by the
+// store when it runs), or ok=false when the job goes idle.
 func (p *pipeline) done() (next firing, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.hasNext {
-		p.busy = false
-		return firing{}, false
+	switch {
+	case p.hasNext:
+		next, p.hasNext = p.next, false
+		return next, true
+	case p.trigger:
+		p.trigger = false
+		return firing{trigger: true}, true
 	}
-	next, p.hasNext = p.next, false
-	return next, true
+	p.busy = false
+	return firing{}, false
 }
 
 // acquiring reports whether a firing of the job is queued or being

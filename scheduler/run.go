@@ -25,6 +25,10 @@ type Run struct {
 	// CatchUp is set when the run is a late claim of an occurrence that
 	// had not run (WithCatchUp), rather than the occurrence's own firing.
 	CatchUp bool
+	// Trigger is the ID of the trigger the run was started for (a run now,
+	// package fleet), or "" for a scheduled run. A triggered run claims no
+	// round; its Occurrence is when it started, in the store's time.
+	Trigger string
 }
 
 type runKey struct{}
@@ -67,6 +71,7 @@ func (r *run) event(kind EventKind, err error) Event {
 		Fence:      r.lease.Fence,
 		LeaseID:    r.lease.LogID(),
 		CatchUp:    r.info.CatchUp,
+		Trigger:    r.info.Trigger,
 		Err:        err,
 	}
 }
@@ -76,6 +81,9 @@ func (r *run) event(kind EventKind, err error) Event {
 // own goroutine.
 func (s *Scheduler) attempt(j *job, f firing) {
 	occ := f.occ
+	if j.removed.Load() {
+		return // Remove: its firings are dropped
+	}
 	if s.base.Err() != nil {
 		s.skip(j, occ, SkipShutdown, nil)
 		return
@@ -89,10 +97,20 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		return
 	}
 	l, err := s.acquire(j, f)
+	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
 	switch {
 	case err == nil:
-	case f.catchUp && (errors.Is(err, lease.ErrLocked) || errors.Is(err, lease.ErrRoundClaimed)):
-		s.debug(j, occ, "nothing to catch up: the occurrence (or a later one) was claimed, or the job is running", slog.Any("answer", err))
+	case f.trigger && errors.Is(err, lease.ErrNoTrigger):
+		s.debug(j, occ, "trigger already run elsewhere, or expired")
+		return
+	case f.trigger && errors.Is(err, lease.ErrLocked):
+		s.debug(j, occ, "trigger waits: the job is running; the replica running it takes the trigger when the run ends")
+		return
+	case quiet && (errors.Is(err, lease.ErrLocked) || errors.Is(err, lease.ErrRoundClaimed) || errors.Is(err, lease.ErrPaused)):
+		s.debug(j, occ, "nothing to catch up: the occurrence (or a later one) was claimed, the job is running, or it is paused", slog.Any("answer", err))
+		return
+	case errors.Is(err, lease.ErrPaused):
+		s.skip(j, occ, SkipPaused, err)
 		return
 	case errors.Is(err, lease.ErrLocked):
 		s.skip(j, occ, SkipLocked, err)
@@ -109,13 +127,17 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
 		return
 	}
+	if f.trigger {
+		occ = l.AcquiredAt.In(s.cfg.location) // a run now: its occurrence is when it started
+	}
 	s.reportMissed(j, l, occ)
 
 	r := &run{
 		job:   j,
 		lease: l,
 		done:  make(chan struct{}),
-		info:  Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner, Replica: s.cfg.instanceID, CatchUp: f.catchUp},
+		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner,
+			Replica: s.cfg.instanceID, CatchUp: f.catchUp, Trigger: l.Trigger},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", l.LogID()), slog.Any("fence", l.Fence)),
 	}
@@ -134,7 +156,7 @@ func (s *Scheduler) attempt(j *job, f firing) {
 	}
 	s.mu.Unlock()
 	if reason != 0 {
-		s.release(r)
+		s.release(r, nil)
 		s.skip(j, occ, reason, nil)
 		return
 	}

@@ -35,6 +35,9 @@ type Scheduler struct {
 	queue   *acquireQueue
 	workers sync.WaitGroup
 
+	// control is the control plane (fleet.go), nil without one.
+	control *controlPlane
+
 	mu       sync.Mutex
 	jobs     map[string]*job   // by lease key
 	groups   map[string]*group // by schedule (plan.groupKey)
@@ -65,6 +68,13 @@ type job struct {
 	// current is the run of the job whose function executes on this
 	// replica, or nil.
 	current atomic.Pointer[run]
+	// removed is set by Remove: the job fires no more.
+	removed atomic.Bool
+	// errorClassOnly: WithErrorClassOnly.
+	errorClassOnly bool
+
+	lastMu  sync.Mutex
+	lastRun *RunInfo // the last run this replica ran, for Jobs
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
@@ -144,13 +154,17 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
-	j := &job{name: name, key: key, schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout, catchUp: jc.catchUp, owner: jc.owner}
+	j := &job{name: name, key: key, schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
+		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly}
 
 	started, err := s.add(j)
 	if err != nil {
 		return err
 	}
 	if started {
+		if s.control != nil {
+			s.control.markDirty()
+		}
 		s.catchUp(j)
 	}
 	return nil
@@ -194,6 +208,7 @@ func (s *Scheduler) Start() error {
 	if err != nil {
 		return err
 	}
+	s.startControlPlane()
 	for _, j := range jobs {
 		s.catchUp(j) // queues at most one acquire per job, never waits
 	}
@@ -248,9 +263,12 @@ func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 	// group's jobs for their acquires (dispatch.go); it never waits on the
 	// store or on user code, so gocron's own concurrency modes play no part.
 	opts = append(opts, gocron.WithName(grp.key))
-	if _, err := g.NewJob(def, gocron.NewTask(func() { s.fireGroup(grp) }), opts...); err != nil {
+	gj, err := g.NewJob(def, gocron.NewTask(func() { s.fireGroup(grp) }), opts...)
+	if err != nil {
 		return fmt.Errorf("%w: Register %q: gocron: %w", ErrInvalidSchedule, j.name, err)
 	}
+	id := gj.ID()
+	grp.id.Store(&id)
 	return nil
 }
 
@@ -274,6 +292,13 @@ func (s *Scheduler) JobStats(name string) (Stats, bool) {
 }
 
 // emit counts e and hands it to the observer.
+// jobByKey returns the registered job with lease key key, or nil.
+func (s *Scheduler) jobByKey(key string) *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[key]
+}
+
 // emit counts e, for the Scheduler and for job j, and hands it to the
 // observers in order.
 func (s *Scheduler) emit(j *job, e Event) {

@@ -41,6 +41,9 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		// stops renewing) with cause ErrShutdown.
 		s.cancelBase(ErrShutdown)
 		s.log.Info("scheduler shutting down")
+		if s.control != nil {
+			s.control.close() // out of the registry at once, not after it lapses
+		}
 	}
 	var gocronErr error
 	if g != nil {

@@ -59,8 +59,7 @@ func TestScheduler_Run_OncePerOccurrenceUnderClockSkewOnRedis(t *testing.T) {
 				for i, off := range tt.offsets {
 					store, err := leaseredis.New(newBubbleClient(t, m))
 					require.NoError(t, err)
-					s := newScheduler(t, store,
-						WithInstanceID(fmt.Sprintf("replica-%d", i)),
+					s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
 						WithClock(skewedClock{clockwork.NewRealClock(), off}))
 					require.NoError(t, s.Register("every", Every(time.Second), occ.record))
 					require.NoError(t, s.Register("cron", Cron("* * * * * *"), occ.record))

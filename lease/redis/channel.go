@@ -36,11 +36,13 @@ func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 // failover) is made again with backoff, and fn then receives a
 // MessageResync. Messages that are not the control plane's JSON are
 // dropped. Subscribe returns once the first subscription is confirmed, or
-// its error.
+// its error, or ctx's when ctx ends first; ctx does not bound the
+// subscription itself.
 func (s *Store) Subscribe(ctx context.Context, fn func(fleet.Message)) (func(), error) {
 	if fn == nil {
 		return nil, fmt.Errorf("lease/redis: subscribe: %w", errors.New("fn must not be nil"))
 	}
+	waitCtx := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	confirmed := make(chan error, 1)
 	var once sync.Once
@@ -54,11 +56,17 @@ func (s *Store) Subscribe(ctx context.Context, fn func(fleet.Message)) (func(), 
 		cancel()
 		<-done
 	}
-	if err := <-confirmed; err != nil {
+	select {
+	case err := <-confirmed:
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		return stop, nil
+	case <-waitCtx.Done():
 		stop()
-		return nil, err
+		return nil, wrapErr(waitCtx, "subscribe", "", context.Cause(waitCtx))
 	}
-	return stop, nil
 }
 
 // subscribeLoop holds the subscription until ctx ends, making it again
@@ -80,13 +88,18 @@ func (s *Store) subscribeLoop(ctx context.Context, fn func(fleet.Message), confi
 				fn(fleet.Message{Kind: fleet.MessageResync})
 			}
 		})
-		err := s.client.Receive(hooked, s.client.B().Subscribe().Channel(channel).Build(), func(msg rueidis.PubSubMessage) {
+		// A connection of its own: a subscribed connection serves nothing
+		// else on RESP2, and a subscription sharing a pipe with the leases
+		// must not hold their commands up when the connection breaks.
+		dc, release := s.client.Dedicate()
+		err := dc.Receive(hooked, dc.B().Subscribe().Channel(channel).Build(), func(msg rueidis.PubSubMessage) {
 			var m fleet.Message
 			if json.Unmarshal([]byte(msg.Message), &m) != nil || m.Kind == "" || m.Kind == fleet.MessageResync {
 				return
 			}
 			fn(m)
 		})
+		release()
 		if ctx.Err() != nil {
 			confirm(nil)
 			return

@@ -1,0 +1,274 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+)
+
+// The control plane (package fleet), when the lease store offers it: the
+// registry entry of this replica, kept by one owned goroutine; conflicts
+// with other replicas, reported; the control channel, on which triggers
+// arrive.
+const (
+	// DefaultRegistryRefresh is how often a replica refreshes its registry
+	// entry unless WithRegistryRefresh says otherwise. The entry lapses
+	// after registryLapse refreshes are missed.
+	DefaultRegistryRefresh = 5 * time.Second
+	registryLapse          = 3
+)
+
+// controlPlane is a Scheduler's part of the fleet's control plane.
+type controlPlane struct {
+	s       *Scheduler
+	store   fleet.Store
+	refresh time.Duration
+	started time.Time
+
+	dirty chan struct{} // a job was added or removed: publish again
+	stop  chan struct{}
+	done  chan struct{}
+	unsub func()
+
+	mu       sync.Mutex
+	reported map[string]bool // conflicts already reported, by conflictID
+}
+
+// fingerprint identifies a job's schedule and options: replicas that
+// register one name with different fingerprints disagree on when or how it
+// runs.
+func (j *job) fingerprint() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
+		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp))
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// Version is the version of cronguard in this binary, as its build info
+// records it ("devel" when built from a work tree).
+var Version = func() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if info.Main.Path == modulePath && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	for _, d := range info.Deps {
+		if d.Path == modulePath && d.Version != "(devel)" {
+			return d.Version
+		}
+	}
+	return "devel"
+}()
+
+const modulePath = "github.com/cronguard/cronguard"
+
+// startControlPlane publishes this replica, subscribes to the control
+// channel and starts the registry goroutine; it does nothing when the store
+// is not a fleet.Store. A store that cannot be reached now is tried again
+// by the goroutine.
+func (s *Scheduler) startControlPlane() {
+	fs, ok := s.store.(fleet.Store)
+	if !ok || s.cfg.registryRefresh < 0 {
+		return
+	}
+	cp := &controlPlane{
+		s: s, store: fs, refresh: s.cfg.registryRefresh, started: s.cfg.clock.Now(),
+		dirty: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		reported: make(map[string]bool),
+	}
+	s.control = cp
+	cp.markDirty()
+	go cp.run()
+}
+
+// markDirty asks the registry goroutine to publish this replica again.
+func (cp *controlPlane) markDirty() {
+	select {
+	case cp.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the goroutine and the subscription and drops this replica's
+// entry, with a fresh bounded context.
+func (cp *controlPlane) close() {
+	close(cp.stop)
+	<-cp.done
+	ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
+	defer cancel()
+	if err := cp.store.DropReplica(ctx, cp.s.cfg.instanceID); err != nil {
+		cp.s.log.Warn("could not remove this replica from the registry; it lapses by itself", slog.Any("error", err))
+	}
+}
+
+// run is the registry goroutine: it publishes the entry when jobs change
+// (and when the store lost it), refreshes it every period otherwise, looks
+// for conflicts when the fleet changed, and keeps the control channel
+// subscribed.
+func (cp *controlPlane) run() {
+	defer close(cp.done)
+	defer func() {
+		if cp.unsub != nil {
+			cp.unsub()
+		}
+	}()
+	ticker := cp.s.cfg.clock.NewTicker(cp.refresh)
+	defer ticker.Stop()
+	var generation int64 = -1
+	publish := false // the entry must be written (again); tried now and then at every tick until it is
+	for {
+		select {
+		case <-cp.stop:
+			return
+		case <-cp.dirty:
+			publish = true
+		case <-ticker.Chan():
+			if publish {
+				break
+			}
+			gen, found, ok := cp.refreshEntry()
+			switch {
+			case ok && !found:
+				publish = true // lapsed, or the store lost it
+			case ok && gen != generation:
+				generation = gen
+				cp.checkConflicts()
+			}
+		}
+		if publish && cp.publish() {
+			publish, generation = false, -1
+		}
+		cp.subscribe()
+	}
+}
+
+// entryTTL is how long the registry entry lives unless refreshed.
+func (cp *controlPlane) entryTTL() time.Duration {
+	return (registryLapse * cp.refresh).Truncate(time.Millisecond)
+}
+
+func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), min(cp.refresh, MaxCleanup))
+}
+
+// publish writes this replica's entry and reports the conflicts it has;
+// it reports whether the entry was written.
+func (cp *controlPlane) publish() bool {
+	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh}
+	for _, j := range cp.s.jobsSnapshot() {
+		r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: j.schedule.String(), Fingerprint: j.fingerprint()})
+	}
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	conflicts, err := cp.store.PublishReplica(ctx, r, cp.entryTTL())
+	if err != nil {
+		cp.s.log.Warn("could not publish this replica to the registry; trying again at the next refresh", slog.Any("error", err))
+		return false
+	}
+	cp.report(conflicts)
+	return true
+}
+
+// refreshEntry keeps the entry alive and returns the fleet's generation,
+// whether the entry was still there, and whether the store answered.
+func (cp *controlPlane) refreshEntry() (gen int64, found, ok bool) {
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	gen, found, err := cp.store.RefreshReplica(ctx, cp.s.cfg.instanceID, cp.entryTTL())
+	if err != nil {
+		cp.s.log.Warn("could not refresh this replica's registry entry", slog.Any("error", err))
+		return 0, false, false
+	}
+	return gen, found, true
+}
+
+// checkConflicts reports the fleet's conflicts that involve this replica.
+func (cp *controlPlane) checkConflicts() {
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	all, err := cp.store.Conflicts(ctx)
+	if err != nil {
+		cp.s.log.Warn("could not read the registry's conflicts", slog.Any("error", err))
+		return
+	}
+	var mine []fleet.Conflict
+	for _, c := range all {
+		if c.Replicas[0] == cp.s.cfg.instanceID || c.Replicas[1] == cp.s.cfg.instanceID {
+			mine = append(mine, c)
+		}
+	}
+	cp.report(mine)
+}
+
+// report logs and emits each conflict once.
+func (cp *controlPlane) report(conflicts []fleet.Conflict) {
+	for _, c := range conflicts {
+		id := fmt.Sprintf("%s|%s|%s|%s|%s", c.Job, c.Replicas[0], c.Jobs[0].Fingerprint, c.Replicas[1], c.Jobs[1].Fingerprint)
+		cp.mu.Lock()
+		seen := cp.reported[id]
+		cp.reported[id] = true
+		cp.mu.Unlock()
+		if seen {
+			continue
+		}
+		cp.s.log.Error("job registered differently on two replicas: they disagree on when or how it runs",
+			slog.String("job", c.Job),
+			slog.String("replica", c.Replicas[0]), slog.String("schedule", c.Jobs[0].Schedule),
+			slog.String("other_replica", c.Replicas[1]), slog.String("other_schedule", c.Jobs[1].Schedule))
+		j := cp.s.jobByKey(c.Key)
+		if j == nil {
+			continue
+		}
+		cp.s.emit(j, Event{Kind: EventConflict, Job: c.Job, Conflict: c})
+	}
+}
+
+// subscribe holds the control channel's subscription, making it when it
+// is missing.
+func (cp *controlPlane) subscribe() {
+	if cp.unsub != nil {
+		return
+	}
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	unsub, err := cp.store.Subscribe(ctx, cp.onMessage)
+	if err != nil {
+		cp.s.log.Warn("could not subscribe to the control channel; triggers arrive after the next run instead", slog.Any("error", err))
+		return
+	}
+	cp.unsub = unsub
+}
+
+// onMessage handles the control channel.
+func (cp *controlPlane) onMessage(m fleet.Message) {
+	switch m.Kind {
+	case fleet.MessageTrigger:
+		if j := cp.s.jobByKey(m.Key); j != nil {
+			cp.s.dispatchTrigger(j)
+		}
+	case fleet.MessageResync:
+		cp.resync()
+	}
+}
+
+// resync looks for triggers that wait for this replica's jobs, which a
+// dropped subscription may have missed: a store read per job, after a
+// reconnect only.
+func (cp *controlPlane) resync() {
+	for _, j := range cp.s.jobsSnapshot() {
+		ctx, cancel := cp.opContext()
+		n, err := cp.store.PendingTriggers(ctx, j.key)
+		cancel()
+		if err == nil && n > 0 {
+			cp.s.dispatchTrigger(j)
+		}
+	}
+}
