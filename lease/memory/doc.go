@@ -3,16 +3,31 @@
 // while ExpiresAt > now - lease.ExpiryTolerance), the same retention of
 // expired records for lease.ExpiredRetention (so Extend and Release report
 // lease.ReasonExpired), fence counters and round records kept per key for
-// the life of the Store, and the same order of checks on acquire (live
-// lease, round claimed, clock skew).
+// the life of the Store, and the same order of checks on acquire (pause
+// when asked, round claimed, live lease, clock skew; for a trigger
+// acquire, live lease, then a pending trigger).
+//
+// A Store is also a fleet.Store, the control plane's storage, again with
+// lease/redis's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,
+// MaxReplicaIDBytes): pauses honoured by lease.WithPauseCheck, triggers
+// consumed by lease.WithTrigger, run status recorded by ReleaseWithStatus,
+// the registry of replicas and its conflicts, and the control channel
+// (Publish, Subscribe).
 //
 // It is for tests and for programs that run as a single process. Its
 // "server time" is the clock given with WithClock, so a clockwork fake
-// clock drives expiry without sleeping. Leases live in one process's
-// memory: they exclude nothing across processes, and fences and rounds are
-// lost when the process ends, so a fence from a previous run can be issued
-// again. Use lease/redis for more than one replica.
+// clock drives expiry, trigger expiry and registry lapses without
+// sleeping; it also works inside a testing/synctest bubble. Leases live in
+// one process's memory: they exclude nothing across processes, and fences
+// and rounds are lost when the process ends, so a fence from a previous run
+// can be issued again. The registry, pauses, statuses and triggers are
+// likewise this Store's own, and the control channel reaches only the
+// subscribers of the same Store value: two Stores, even in one process,
+// are two separate fleets. Use lease/redis for more than one replica.
 //
-// Memory grows with the number of distinct keys ever used (their fences and
-// rounds are kept), plus the leases of the last lease.ExpiredRetention.
+// Memory grows with the number of distinct keys ever used (their fences,
+// rounds and last statuses are kept), plus the leases of the last
+// lease.ExpiredRetention, the pauses in force, the live triggers and
+// registry entries (expired ones are dropped as the Store goes), and at
+// most MaxPendingMessages undelivered messages per subscription.
 package memory

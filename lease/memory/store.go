@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -22,19 +23,25 @@ const maxFence fencing.Token = 900_000_000_000_000
 type Store struct {
 	clock clockwork.Clock
 
-	mu   sync.Mutex
-	keys map[string]*keyState // normalized key -> state; entries are never deleted
-	ids  map[string]*record   // lease ID -> record, kept until its retention ends
+	mu       sync.Mutex
+	keys     map[string]*keyState   // normalized key -> state; entries are never deleted
+	ids      map[string]*record     // lease ID -> record, kept until its retention ends
+	pauses   map[string]fleet.Pause // normalized key -> its pause, while paused
+	triggers triggerQueues          // normalized key -> queued triggers
+	registry registry               // the replicas' entries
 
 	sweepAt int // len(ids) at which Acquire next drops records past retention
+
+	channel channel // the control channel's subscriptions
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
-// counter and round record, it is never deleted.
+// counter, round record and status, it is never deleted.
 type keyState struct {
-	fence fencing.Token // last fence issued for the key
-	round int64         // highest round recorded for the key; 0 if none
-	cur   *record       // the key's latest lease; may be expired or nil
+	fence  fencing.Token // last fence issued for the key
+	round  int64         // highest round recorded for the key; 0 if none
+	cur    *record       // the key's latest lease; may be expired or nil
+	status *fleet.Status // the last run recorded by ReleaseWithStatus; nil if none
 }
 
 // record is one lease as the store sees it. Times are milliseconds, like a
@@ -49,10 +56,14 @@ type record struct {
 // New returns an empty Store.
 func New(opts ...Option) (*Store, error) {
 	s := &Store{
-		clock:   clockwork.NewRealClock(),
-		keys:    make(map[string]*keyState),
-		ids:     make(map[string]*record),
-		sweepAt: minSweep,
+		clock:    clockwork.NewRealClock(),
+		keys:     make(map[string]*keyState),
+		ids:      make(map[string]*record),
+		pauses:   make(map[string]fleet.Pause),
+		triggers: triggerQueues{queues: make(map[string][]trigger), sweepAt: minSweep},
+		registry: registry{entries: make(map[string]*replicaEntry)},
+		sweepAt:  minSweep,
+		channel:  channel{subs: make(map[*subscription]struct{})},
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -65,7 +76,10 @@ func New(opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-var _ lease.Store = (*Store)(nil)
+var (
+	_ lease.Store = (*Store)(nil)
+	_ fleet.Store = (*Store)(nil)
+)
 
 // now returns the store's clock truncated to milliseconds, the resolution of
 // server time.
@@ -83,11 +97,20 @@ func retained(r *record, now time.Time) bool {
 	return r.expiresAt.After(now.Add(-lease.ExpiryTolerance - lease.ExpiredRetention))
 }
 
-// Acquire implements lease.Store. Checks run in this order: a round not
-// newer than the recorded one (lease.ErrRoundClaimed), a live lease on the
-// key (*lease.LockedError), a time round too far ahead of the store's clock
+// Acquire implements lease.Store. Checks run in this order: a pause of the
+// key when lease.WithPauseCheck is given (lease.ErrPaused; a round newer
+// than the recorded one is recorded as handled), a round not newer than
+// the recorded one (lease.ErrRoundClaimed), a live lease on the key
+// (*lease.LockedError), a time round too far ahead of the store's clock
 // (lease.ErrClockSkew); only then is the lease taken, the fence incremented
-// and the round recorded. A failed acquire records nothing.
+// and the round recorded. Apart from a paused round, a failed acquire
+// records nothing.
+//
+// With lease.WithTrigger the acquire checks for a live lease
+// (*lease.LockedError, the triggers stay queued), then consumes the key's
+// oldest live trigger, dropping expired ones (lease.ErrNoTrigger when there
+// is none), as lease/redis does; it claims no round, and, like lease/redis,
+// it does not look at a pause.
 //
 // LockedError.Remaining is the time until the holder's lease stops being
 // live if it is not extended: ExpiresAt + lease.ExpiryTolerance - now.
@@ -117,6 +140,15 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		ks = &keyState{}
 		s.keys[key] = ks
 	}
+	if o.Trigger {
+		return s.acquireTrigger(key, ks, ttl, o.Owner, now, sent)
+	}
+	if o.PauseCheck {
+		if _, paused := s.pauses[key]; paused {
+			ks.round = max(ks.round, o.Round)
+			return nil, opError(op, lease.ErrPaused)
+		}
+	}
 	if o.Round > 0 && o.Round <= ks.round {
 		return nil, opError(op, fmt.Errorf("%w: round %d, last recorded %d", lease.ErrRoundClaimed, o.Round, ks.round))
 	}
@@ -128,22 +160,36 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 			lease.ErrClockSkew, o.Round, time.UnixMilli(o.Round).Sub(now), o.MaxSkew))
 	}
 	if ks.fence >= maxFence {
-		return nil, opError(op, fmt.Errorf("%w: fence counter overflow", lease.ErrInternal))
+		return nil, opError(op, errFenceOverflow)
 	}
 
+	r := s.take(key, ks, ttl, o.Owner, now)
+	var prev int64
+	if o.Round > 0 {
+		prev, ks.round = ks.round, o.Round
+	}
+	l := r.lease(ttl, sent)
+	l.Round, l.PrevRound = o.Round, prev
+	return lease.Attach(s, l), nil
+}
+
+// errFenceOverflow is the cause of an acquire refused because the key's
+// fence counter reached maxFence.
+var errFenceOverflow = fmt.Errorf("%w: fence counter overflow", lease.ErrInternal)
+
+// take gives key to a new lease of ttl at now: a fresh ID, the next fence.
+// The caller holds s.mu and has checked that the key is free and its fence
+// counter below maxFence.
+func (s *Store) take(key string, ks *keyState, ttl time.Duration, owner string, now time.Time) *record {
 	id := lease.NewID()
 	for s.ids[id] != nil { // 128 random bits: never in practice
 		id = lease.NewID()
 	}
 	ks.fence = max(ks.fence+1, lease.FenceFloor(now))
-	var prev int64
-	if o.Round > 0 {
-		prev, ks.round = ks.round, o.Round
-	}
 	r := &record{
 		id:         id,
 		key:        key,
-		owner:      o.Owner,
+		owner:      owner,
 		fence:      ks.fence,
 		acquiredAt: now,
 		expiresAt:  now.Add(ttl),
@@ -151,19 +197,21 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	ks.cur = r
 	s.ids[id] = r
 	s.sweep(now)
+	return r
+}
 
-	return lease.Attach(s, &lease.Lease{
-		Key:        key,
-		ID:         id,
+// lease returns the Lease that r's acquire hands out, not yet attached.
+func (r *record) lease(ttl time.Duration, sent time.Time) *lease.Lease {
+	return &lease.Lease{
+		Key:        r.key,
+		ID:         r.id,
 		Fence:      r.fence,
 		Owner:      r.owner,
 		TTL:        ttl,
 		AcquiredAt: r.acquiredAt,
 		ExpiresAt:  r.expiresAt,
-		Round:      o.Round,
-		PrevRound:  prev,
 		Deadline:   lease.LocalDeadline(sent, ttl),
-	}), nil
+	}
 }
 
 // minSweep is the smallest ID index size at which Acquire sweeps.
@@ -245,9 +293,14 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	if r == nil {
 		return &lease.NotHeldError{Op: op, Reason: reason}
 	}
-	s.keys[r.key].cur = nil
-	delete(s.ids, id)
+	s.release(r)
 	return nil
+}
+
+// release ends r, a held lease. The caller holds s.mu.
+func (s *Store) release(r *record) {
+	s.keys[r.key].cur = nil
+	delete(s.ids, r.id)
 }
 
 // IsLocked implements lease.Store.

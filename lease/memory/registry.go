@@ -1,0 +1,213 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// MaxReplicaIDBytes is the longest replica ID accepted, in bytes; it is
+// lease/redis's bound.
+const MaxReplicaIDBytes = 256
+
+// registry is the replicas' entries and the fleet's generation.
+type registry struct {
+	entries    map[string]*replicaEntry // replica ID -> entry, live or lapsed
+	generation int64                    // incremented on every publish and drop
+}
+
+// replicaEntry is one replica's entry: live while expires > now.
+type replicaEntry struct {
+	replica fleet.Replica // as stored: times to the millisecond, Expires unset
+	expires time.Time
+}
+
+// lapse drops the entries that are no longer live at now.
+func (g *registry) lapse(now time.Time) {
+	for id, e := range g.entries {
+		if !e.expires.After(now) {
+			delete(g.entries, id)
+		}
+	}
+}
+
+// live returns the live entries at now, sorted by ID, with Expires set.
+func (g *registry) live(now time.Time) []fleet.Replica {
+	var out []fleet.Replica
+	for _, e := range g.entries {
+		if e.expires.After(now) {
+			r := e.replica
+			r.Jobs = append([]fleet.Job(nil), r.Jobs...)
+			r.Expires = e.expires
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b fleet.Replica) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func checkReplicaID(op, id string) error {
+	if id == "" || len(id) > MaxReplicaIDBytes {
+		return opError(op, fmt.Errorf("%w: replica ID must be 1 to %d bytes", lease.ErrInvalidArgument, MaxReplicaIDBytes))
+	}
+	if err := lease.ValidateOwner(id); err != nil {
+		return opError(op, fmt.Errorf("replica ID: %w", err))
+	}
+	return nil
+}
+
+func checkEntryTTL(op string, ttl time.Duration) error {
+	if err := lease.ValidateTTL(ttl); err != nil {
+		return opError(op, fmt.Errorf("entry %w", err))
+	}
+	return nil
+}
+
+// PublishReplica writes r's registry entry, living ttl unless refreshed,
+// and returns r's conflicts with the other live replicas. See fleet.Store.
+// r.ID must be 1 to MaxReplicaIDBytes bytes and pass lease.ValidateOwner;
+// ttl must pass lease.ValidateTTL. The entry keeps r as lease/redis does:
+// Started and Refresh to the millisecond, r.Expires ignored. Every publish
+// changes the generation, and drops the entries that lapsed.
+func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Duration) ([]fleet.Conflict, error) {
+	const op = "publish replica"
+	if err := checkReplicaID(op, r.ID); err != nil {
+		return nil, err
+	}
+	if err := checkEntryTTL(op, ttl); err != nil {
+		return nil, err
+	}
+	if err := ctxError(ctx); err != nil {
+		return nil, opError(op, err)
+	}
+	stored := fleet.Replica{
+		ID:      r.ID,
+		Version: r.Version,
+		Started: time.UnixMilli(r.Started.UnixMilli()),
+		Refresh: r.Refresh.Truncate(time.Millisecond),
+		Jobs:    append([]fleet.Job(nil), r.Jobs...), // nil when empty, as lease/redis reads it
+	}
+
+	s.mu.Lock()
+	now := s.now()
+	s.registry.lapse(now)
+	s.registry.entries[r.ID] = &replicaEntry{replica: stored, expires: now.Add(ttl)}
+	s.registry.generation++
+	all := s.registry.live(now)
+	s.mu.Unlock()
+
+	var mine []fleet.Conflict
+	for _, c := range conflictsOf(all) {
+		if c.Replicas[0] == r.ID || c.Replicas[1] == r.ID {
+			mine = append(mine, c)
+		}
+	}
+	return mine, nil
+}
+
+// RefreshReplica keeps replica id's entry alive for ttl more, and returns
+// the fleet's generation and whether the entry was still live (false: it
+// lapsed or was dropped, and must be published again). See fleet.Store.
+// It does a constant amount of work.
+func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration) (int64, bool, error) {
+	const op = "refresh replica"
+	if err := checkReplicaID(op, id); err != nil {
+		return 0, false, err
+	}
+	if err := checkEntryTTL(op, ttl); err != nil {
+		return 0, false, err
+	}
+	if err := ctxError(ctx); err != nil {
+		return 0, false, opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	e := s.registry.entries[id]
+	if e == nil || !e.expires.After(now) {
+		delete(s.registry.entries, id)
+		return s.registry.generation, false, nil
+	}
+	e.expires = now.Add(ttl)
+	return s.registry.generation, true, nil
+}
+
+// DropReplica removes replica id's entry and changes the generation, as
+// lease/redis does whether or not there was an entry.
+func (s *Store) DropReplica(ctx context.Context, id string) error {
+	const op = "drop replica"
+	if err := checkReplicaID(op, id); err != nil {
+		return err
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.registry.entries, id)
+	s.registry.generation++
+	return nil
+}
+
+// Replicas returns the live replicas' entries, sorted by ID, each with its
+// Expires in the store's time.
+func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
+	const op = "replicas"
+	if err := ctxError(ctx); err != nil {
+		return nil, opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registry.live(s.now()), nil
+}
+
+// Conflicts returns the conflicts among live replicas: per job name, in
+// name order, the first pair of replicas (in ID order) that registered it
+// with different fingerprints.
+func (s *Store) Conflicts(ctx context.Context) ([]fleet.Conflict, error) {
+	all, err := s.Replicas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conflictsOf(all), nil
+}
+
+// conflictsOf finds, per job name, the first pair of replicas (in ID order)
+// that registered it with different fingerprints: the first registration
+// of the name and the first one after it that differs. It is lease/redis's
+// algorithm.
+func conflictsOf(replicas []fleet.Replica) []fleet.Conflict {
+	type reg struct {
+		replica string
+		job     fleet.Job
+	}
+	byName := map[string][]reg{}
+	var names []string
+	for _, r := range replicas {
+		for _, j := range r.Jobs {
+			if _, seen := byName[j.Name]; !seen {
+				names = append(names, j.Name)
+			}
+			byName[j.Name] = append(byName[j.Name], reg{r.ID, j})
+		}
+	}
+	slices.Sort(names)
+	var out []fleet.Conflict
+	for _, name := range names {
+		regs := byName[name]
+		for _, b := range regs[1:] {
+			if b.job.Fingerprint != regs[0].job.Fingerprint {
+				a := regs[0]
+				out = append(out, fleet.Conflict{Job: name, Key: a.job.Key,
+					Replicas: [2]string{a.replica, b.replica}, Jobs: [2]fleet.Job{a.job, b.job}})
+				break
+			}
+		}
+	}
+	return out
+}
