@@ -119,7 +119,8 @@ type Store interface {
 
 	// ReleaseWithStatus releases l as lease.Release does and, if it was
 	// still held, records st as its key's last run, in one atomic step. It
-	// also returns how many triggers wait for the key.
+	// also returns how many triggers wait for the key (a store may count
+	// expired ones that a trigger acquire will drop).
 	ReleaseWithStatus(ctx context.Context, l *lease.Lease, st Status) (triggers int, err error)
 	// LastStatus returns the last run recorded for key, and false if none.
 	LastStatus(ctx context.Context, key string) (Status, bool, error)
@@ -170,3 +171,13 @@ type Message struct {
 	Outcome string // for MessageDone: the run's Status.Outcome
 	Error   string // for MessageDone: the run's Status.Error
 }
+
+// Limits every Store enforces.
+const (
+	// MaxTriggerTTL bounds how long a trigger may wait to be run.
+	MaxTriggerTTL = 24 * time.Hour
+	// MaxPauseNoteBytes is the longest pause note accepted, in bytes.
+	MaxPauseNoteBytes = 1024
+	// MaxReplicaIDBytes is the longest replica ID accepted, in bytes.
+	MaxReplicaIDBytes = 256
+)

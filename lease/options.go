@@ -64,9 +64,10 @@ func WithOwner(owner string) AcquireOption {
 
 // WithPauseCheck makes the acquire honour a pause of the key (see package
 // fleet): while the key is paused it fails with ErrPaused, before any other
-// check, and records its round, if it has one and it is newer than the
-// recorded one, as handled, so that a paused occurrence is neither reported
-// missed nor caught up later. The scheduler's acquires use it.
+// check, and records its round as handled, if it has one, it is newer than
+// the recorded one and within the skew bound of WithRoundTime, so that a
+// paused occurrence is neither reported missed nor caught up later. The
+// scheduler's acquires use it. A trigger acquire (WithTrigger) ignores it.
 func WithPauseCheck() AcquireOption {
 	return func(o *AcquireOptions) { o.PauseCheck = true }
 }
@@ -75,8 +76,10 @@ func WithPauseCheck() AcquireOption {
 // fleet): it succeeds only if a trigger is pending for the key and the key
 // is free, consumes the oldest live trigger in the same atomic step
 // (Lease.Trigger is its ID), and fails with ErrNoTrigger when none is
-// pending (expired triggers are dropped). It claims no round and cannot be
-// combined with WithRound.
+// pending (expired triggers are dropped). It claims no round, cannot be
+// combined with WithRound, and does not check a pause (a run now is an
+// operator's explicit request; package inspect refuses to trigger a paused
+// job).
 func WithTrigger() AcquireOption {
 	return func(o *AcquireOptions) { o.Trigger = true }
 }

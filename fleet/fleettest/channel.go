@@ -26,12 +26,14 @@ func testChannel(t *testing.T, env Env) {
 		{Kind: fleet.MessageDone, Key: "job:chan", Trigger: tr.ID, Outcome: "succeeded"},
 	}
 	for _, w := range want {
+		timer := time.NewTimer(10 * time.Second)
 		select {
 		case m := <-got:
 			assert.Equal(t, w, m)
-		case <-ctx.Done():
-			t.Fatalf("no message %v", w)
+		case <-timer.C:
+			t.Fatalf("no message %v within 10s", w)
 		}
+		timer.Stop()
 	}
 	stop()
 	stop() // idempotent

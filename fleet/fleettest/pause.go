@@ -78,3 +78,24 @@ func testPauseValidation(t *testing.T, env Env) {
 	require.NoError(t, err)
 	assert.False(t, paused, "nothing was written")
 }
+
+// testPauseFastClock: a paused acquire records its round only within the
+// skew bound, so a replica whose clock runs fast cannot record a future
+// round while the job is paused.
+func testPauseFastClock(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:paused-fast"
+	probe, err := env.Store.Acquire(ctx, key, ttl)
+	require.NoError(t, err)
+	require.NoError(t, probe.Release(ctx))
+	require.NoError(t, env.Store.SetPause(ctx, key, fleet.Pause{By: "ops"}))
+	future := probe.AcquiredAt.Add(time.Hour)
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRoundTime(future, 5*time.Second))
+	require.ErrorIs(t, err, lease.ErrPaused)
+	_, err = env.Store.ClearPause(ctx, key)
+	require.NoError(t, err)
+	near := probe.AcquiredAt.Add(time.Second)
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRoundTime(near, 5*time.Second))
+	require.NoError(t, err, "the future round was not recorded")
+	require.NoError(t, l.Release(ctx))
+}

@@ -95,3 +95,22 @@ func testTriggerValidation(t *testing.T, env Env) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// testTriggerQueueOutlivesAShortTrigger: a short trigger does not cut the
+// life of an older, longer one.
+func testTriggerQueueOutlivesAShortTrigger(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:long-and-short"
+	long, err := env.Store.AddTrigger(ctx, key, "ops", time.Hour)
+	require.NoError(t, err)
+	_, err = env.Store.AddTrigger(ctx, key, "ops", 100*time.Millisecond)
+	require.NoError(t, err)
+	env.Wait(400 * time.Millisecond)
+	n, err := env.Store.PendingTriggers(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the hour-long trigger still waits")
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+	require.NoError(t, err)
+	assert.Equal(t, long.ID, l.Trigger)
+	require.NoError(t, l.Release(ctx))
+}

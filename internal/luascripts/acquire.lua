@@ -28,7 +28,8 @@
 --                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
 --   {-6}                                   the key is paused (and ARGV[8] is "1"); a
---                                          round newer than the recorded one is recorded
+--                                          round newer than the recorded one, and
+--                                          within the skew bound, is recorded
 --   {-9}                                   unreadable record, round or fence counter
 --
 -- Order of checks: a pause first (every replica reports a paused
@@ -59,7 +60,10 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local round = tonumber(ARGV[6])
 if ARGV[8] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then
-  if round > 0 then
+  -- Recorded as handled, within the skew bound: a fast clock must not
+  -- record a future round while the key is paused.
+  local skew = tonumber(ARGV[7])
+  if round > 0 and (skew == 0 or round <= now + skew) then
     local rec = redis.call('GET', KEYS[4])
     if not rec or (tonumber(rec) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
   end

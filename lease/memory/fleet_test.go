@@ -17,7 +17,6 @@ import (
 	"github.com/cronguard/cronguard/fleet/fleettest"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/memory"
-	"github.com/cronguard/cronguard/lease/redis"
 )
 
 // TestStore_FleetConformance runs the control plane's suite on a fake
@@ -41,14 +40,6 @@ func TestStore_FleetConformance_RealClock(t *testing.T) {
 		require.NoError(t, err)
 		return fleettest.Env{Store: s, Wait: time.Sleep}
 	})
-}
-
-// TestLimits_SameAsRedis pins the limits the two stores share, so that a
-// program tested on memory is refused nothing on Redis.
-func TestLimits_SameAsRedis(t *testing.T) {
-	assert.Equal(t, redis.MaxTriggerTTL, memory.MaxTriggerTTL)
-	assert.Equal(t, redis.MaxPauseNoteBytes, memory.MaxPauseNoteBytes)
-	assert.Equal(t, redis.MaxReplicaIDBytes, memory.MaxReplicaIDBytes)
 }
 
 // TestStore_Acquire_PausedRoundNeverLowered checks that a paused acquire
@@ -192,8 +183,8 @@ func TestStore_AddTrigger_TTLBounds(t *testing.T) {
 		ok  bool
 	}{
 		{time.Millisecond, true},
-		{memory.MaxTriggerTTL, true},
-		{memory.MaxTriggerTTL + time.Millisecond, false},
+		{fleet.MaxTriggerTTL, true},
+		{fleet.MaxTriggerTTL + time.Millisecond, false},
 		{-time.Second, false},
 		{1500 * time.Microsecond, false},
 	} {

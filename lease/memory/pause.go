@@ -9,14 +9,11 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// MaxPauseNoteBytes is the longest pause note accepted, in bytes; it is
-// lease/redis's bound.
-const MaxPauseNoteBytes = 1024
 
 // SetPause pauses key fleet-wide: acquires with lease.WithPauseCheck fail
 // with lease.ErrPaused until ClearPause. See fleet.Store. p.By must pass
 // lease.ValidateOwner; p.Note must be valid UTF-8 of at most
-// MaxPauseNoteBytes (newlines allowed); p.At is set to the store's time. A
+// fleet.MaxPauseNoteBytes (newlines allowed); p.At is set to the store's time. A
 // second call replaces the pause.
 func (s *Store) SetPause(ctx context.Context, key string, p fleet.Pause) error {
 	const op = "pause"
@@ -27,8 +24,8 @@ func (s *Store) SetPause(ctx context.Context, key string, p fleet.Pause) error {
 	if err := lease.ValidateOwner(p.By); err != nil {
 		return opError(op, fmt.Errorf("by: %w", err))
 	}
-	if len(p.Note) > MaxPauseNoteBytes || !utf8.ValidString(p.Note) {
-		return opError(op, fmt.Errorf("%w: note must be valid UTF-8 of at most %d bytes", lease.ErrInvalidArgument, MaxPauseNoteBytes))
+	if len(p.Note) > fleet.MaxPauseNoteBytes || !utf8.ValidString(p.Note) {
+		return opError(op, fmt.Errorf("%w: note must be valid UTF-8 of at most %d bytes", lease.ErrInvalidArgument, fleet.MaxPauseNoteBytes))
 	}
 	if err := ctxError(ctx); err != nil {
 		return opError(op, err)

@@ -11,9 +11,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// MaxReplicaIDBytes is the longest replica ID accepted, in bytes; it is
-// lease/redis's bound.
-const MaxReplicaIDBytes = 256
 
 // registry is the replicas' entries and the fleet's generation.
 type registry struct {
@@ -52,8 +49,8 @@ func (g *registry) live(now time.Time) []fleet.Replica {
 }
 
 func checkReplicaID(op, id string) error {
-	if id == "" || len(id) > MaxReplicaIDBytes {
-		return opError(op, fmt.Errorf("%w: replica ID must be 1 to %d bytes", lease.ErrInvalidArgument, MaxReplicaIDBytes))
+	if id == "" || len(id) > fleet.MaxReplicaIDBytes {
+		return opError(op, fmt.Errorf("%w: replica ID must be 1 to %d bytes", lease.ErrInvalidArgument, fleet.MaxReplicaIDBytes))
 	}
 	if err := lease.ValidateOwner(id); err != nil {
 		return opError(op, fmt.Errorf("replica ID: %w", err))
@@ -70,7 +67,7 @@ func checkEntryTTL(op string, ttl time.Duration) error {
 
 // PublishReplica writes r's registry entry, living ttl unless refreshed,
 // and returns r's conflicts with the other live replicas. See fleet.Store.
-// r.ID must be 1 to MaxReplicaIDBytes bytes and pass lease.ValidateOwner;
+// r.ID must be 1 to fleet.MaxReplicaIDBytes bytes and pass lease.ValidateOwner;
 // ttl must pass lease.ValidateTTL. The entry keeps r as lease/redis does:
 // Started and Refresh to the millisecond, r.Expires ignored. Every publish
 // changes the generation, and drops the entries that lapsed.

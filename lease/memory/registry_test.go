@@ -10,7 +10,6 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
-	"github.com/cronguard/cronguard/lease/memory"
 )
 
 func replicaWith(id string, jobs ...fleet.Job) fleet.Replica {
@@ -154,11 +153,11 @@ func TestStore_PublishReplica_Validation(t *testing.T) {
 		rule string
 	}{
 		"empty ID":        {"", time.Second, "replica ID must be 1 to"},
-		"long ID":         {strings.Repeat("r", memory.MaxReplicaIDBytes+1), time.Second, "replica ID must be 1 to"},
+		"long ID":         {strings.Repeat("r", fleet.MaxReplicaIDBytes+1), time.Second, "replica ID must be 1 to"},
 		"control in ID":   {"r\n1", time.Second, "control characters"},
 		"zero ttl":        {"r1", 0, "entry lease: invalid argument: ttl must be positive"},
 		"fractional ttl":  {"r1", 1500 * time.Microsecond, "whole number of milliseconds"},
-		"longest ID okay": {strings.Repeat("r", memory.MaxReplicaIDBytes), time.Second, ""},
+		"longest ID okay": {strings.Repeat("r", fleet.MaxReplicaIDBytes), time.Second, ""},
 	} {
 		_, err := s.PublishReplica(ctx, fleet.Replica{ID: tc.id}, tc.ttl)
 		_, _, errRefresh := s.RefreshReplica(ctx, tc.id, tc.ttl)

@@ -99,7 +99,8 @@ func retained(r *record, now time.Time) bool {
 
 // Acquire implements lease.Store. Checks run in this order: a pause of the
 // key when lease.WithPauseCheck is given (lease.ErrPaused; a round newer
-// than the recorded one is recorded as handled), a round not newer than
+// than the recorded one and within the skew bound is recorded as handled),
+// a round not newer than
 // the recorded one (lease.ErrRoundClaimed), a live lease on the key
 // (*lease.LockedError), a time round too far ahead of the store's clock
 // (lease.ErrClockSkew); only then is the lease taken, the fence incremented
@@ -145,7 +146,9 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	}
 	if o.PauseCheck {
 		if _, paused := s.pauses[key]; paused {
-			ks.round = max(ks.round, o.Round)
+			if o.MaxSkew == 0 || o.Round <= now.Add(o.MaxSkew).UnixMilli() {
+				ks.round = max(ks.round, o.Round) // handled, unless the clock runs too fast
+			}
 			return nil, opError(op, lease.ErrPaused)
 		}
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// MaxTriggerTTL bounds how long a trigger may wait to be run; it is
-// lease/redis's bound.
-const MaxTriggerTTL = 24 * time.Hour
 
 // trigger is one queued trigger.
 type trigger struct {
@@ -104,7 +101,7 @@ func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owne
 // AddTrigger queues a trigger for key, living ttl unless consumed, and
 // announces it on the control channel (a fleet.MessageTrigger). See
 // fleet.Store. ttl must be a positive whole number of milliseconds up to
-// MaxTriggerTTL; by must pass lease.ValidateOwner. The trigger's ID is 12
+// fleet.MaxTriggerTTL; by must pass lease.ValidateOwner. The trigger's ID is 12
 // random bytes, base64url; At and Expires are in the store's time.
 func (s *Store) AddTrigger(ctx context.Context, key, by string, ttl time.Duration) (fleet.Trigger, error) {
 	const op = "trigger"
@@ -112,9 +109,9 @@ func (s *Store) AddTrigger(ctx context.Context, key, by string, ttl time.Duratio
 	if err != nil {
 		return fleet.Trigger{}, opError(op, err)
 	}
-	if lease.ValidateTTL(ttl) != nil || ttl > MaxTriggerTTL {
+	if lease.ValidateTTL(ttl) != nil || ttl > fleet.MaxTriggerTTL {
 		return fleet.Trigger{}, opError(op, fmt.Errorf("%w: trigger ttl must be a whole number of milliseconds from 1ms to %s, got %s",
-			lease.ErrInvalidArgument, MaxTriggerTTL, ttl))
+			lease.ErrInvalidArgument, fleet.MaxTriggerTTL, ttl))
 	}
 	if err := lease.ValidateOwner(by); err != nil {
 		return fleet.Trigger{}, opError(op, fmt.Errorf("by: %w", err))

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 var _ fleet.Store = (*Store)(nil)
@@ -40,7 +40,7 @@ func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 // subscription itself.
 func (s *Store) Subscribe(ctx context.Context, fn func(fleet.Message)) (func(), error) {
 	if fn == nil {
-		return nil, fmt.Errorf("lease/redis: subscribe: %w", errors.New("fn must not be nil"))
+		return nil, fmt.Errorf("lease/redis: subscribe: %w: fn must not be nil", lease.ErrInvalidArgument)
 	}
 	waitCtx := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -14,13 +14,11 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// MaxPauseNoteBytes is the longest pause note accepted, in bytes.
-const MaxPauseNoteBytes = 1024
 
 // SetPause pauses key fleet-wide: acquires with lease.WithPauseCheck fail
 // with lease.ErrPaused until ClearPause. See fleet.Store. p.By must pass
 // lease.ValidateOwner; p.Note must be valid UTF-8 of at most
-// MaxPauseNoteBytes (newlines allowed); p.At is set to the server's time.
+// fleet.MaxPauseNoteBytes (newlines allowed); p.At is set to the server's time.
 func (s *Store) SetPause(ctx context.Context, key string, p fleet.Pause) error {
 	const op = "pause"
 	ks, what, err := s.keysForOp(op, key)
@@ -30,8 +28,8 @@ func (s *Store) SetPause(ctx context.Context, key string, p fleet.Pause) error {
 	if err := lease.ValidateOwner(p.By); err != nil {
 		return fmt.Errorf("lease/redis: %s: by: %w", op, err)
 	}
-	if len(p.Note) > MaxPauseNoteBytes || !utf8.ValidString(p.Note) {
-		return fmt.Errorf("lease/redis: %s: %w: note must be valid UTF-8 of at most %d bytes", op, lease.ErrInvalidArgument, MaxPauseNoteBytes)
+	if len(p.Note) > fleet.MaxPauseNoteBytes || !utf8.ValidString(p.Note) {
+		return fmt.Errorf("lease/redis: %s: %w: note must be valid UTF-8 of at most %d bytes", op, lease.ErrInvalidArgument, fleet.MaxPauseNoteBytes)
 	}
 	resp := pauseSetScript.Exec(ctx, s.client, []string{ks.pause(s.prefix)}, []string{p.By + "\n" + p.Note})
 	if err := resp.Error(); err != nil {

@@ -30,12 +30,10 @@ type jobRecord struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-// MaxReplicaIDBytes is the longest replica ID accepted, in bytes.
-const MaxReplicaIDBytes = 256
 
 func checkReplicaID(op, id string) error {
-	if id == "" || len(id) > MaxReplicaIDBytes {
-		return fmt.Errorf("lease/redis: %s: %w: replica ID must be 1 to %d bytes", op, lease.ErrInvalidArgument, MaxReplicaIDBytes)
+	if id == "" || len(id) > fleet.MaxReplicaIDBytes {
+		return fmt.Errorf("lease/redis: %s: %w: replica ID must be 1 to %d bytes", op, lease.ErrInvalidArgument, fleet.MaxReplicaIDBytes)
 	}
 	if err := lease.ValidateOwner(id); err != nil {
 		return fmt.Errorf("lease/redis: %s: replica ID: %w", op, err)

@@ -15,8 +15,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// MaxTriggerTTL bounds how long a trigger may wait to be run.
-const MaxTriggerTTL = 24 * time.Hour
 
 // acquireTrigger is Acquire with lease.WithTrigger: take the lease only to
 // run a queued trigger, consuming it (acquire_trigger.lua).
@@ -85,7 +83,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 
 // AddTrigger queues a trigger for key, living ttl unless consumed, and
 // announces it on the control channel. See fleet.Store. ttl must be a
-// positive whole number of milliseconds up to MaxTriggerTTL; by must pass
+// positive whole number of milliseconds up to fleet.MaxTriggerTTL; by must pass
 // lease.ValidateOwner.
 func (s *Store) AddTrigger(ctx context.Context, key, by string, ttl time.Duration) (fleet.Trigger, error) {
 	const op = "trigger"
@@ -93,8 +91,8 @@ func (s *Store) AddTrigger(ctx context.Context, key, by string, ttl time.Duratio
 	if err != nil {
 		return fleet.Trigger{}, err
 	}
-	if err := lease.ValidateTTL(ttl); err != nil || ttl > MaxTriggerTTL {
-		return fleet.Trigger{}, fmt.Errorf("lease/redis: %s: %w: trigger ttl must be a whole number of milliseconds from 1ms to %s, got %s", op, lease.ErrInvalidArgument, MaxTriggerTTL, ttl)
+	if err := lease.ValidateTTL(ttl); err != nil || ttl > fleet.MaxTriggerTTL {
+		return fleet.Trigger{}, fmt.Errorf("lease/redis: %s: %w: trigger ttl must be a whole number of milliseconds from 1ms to %s, got %s", op, lease.ErrInvalidArgument, fleet.MaxTriggerTTL, ttl)
 	}
 	if err := lease.ValidateOwner(by); err != nil {
 		return fleet.Trigger{}, fmt.Errorf("lease/redis: %s: by: %w", op, err)
