@@ -139,6 +139,14 @@ type Store interface {
 	// PendingTriggers returns how many live triggers wait for key.
 	PendingTriggers(ctx context.Context, key string) (int, error)
 
+	// JobState reads what the store holds about key, in one operation.
+	JobState(ctx context.Context, key string) (JobState, error)
+	// ForceRelease deletes the live lease on key whoever holds it, and
+	// returns what it was (lease.ErrNotFound when none is live). The holder
+	// is not told until its next renewal, and may still be running: only
+	// fenced writes are safe from it. For operators; never automatic.
+	ForceRelease(ctx context.Context, key string) (lease.Info, error)
+
 	// Publish sends m on the control channel.
 	Publish(ctx context.Context, m Message) error
 	// Subscribe calls fn with every Message on the control channel until
@@ -147,6 +155,26 @@ type Store interface {
 	// subscription is restored, fn receives a MessageResync, so the
 	// subscriber can read what it may have missed.
 	Subscribe(ctx context.Context, fn func(Message)) (stop func(), err error)
+}
+
+// JobState is what a store holds about one job's key, read at one
+// instant of the store's time.
+type JobState struct {
+	// Now is the store's time when it was read: compare Holder.ExpiresAt
+	// with it, never with a local clock.
+	Now time.Time
+	// Holder is the live lease on the key, or nil.
+	Holder *lease.Info
+	// LastRound is the last round claimed for the key (0: none): for a
+	// scheduler's job, the last occurrence that ran or was handled
+	// (paused), in Unix milliseconds.
+	LastRound int64
+	// Status is the last run recorded, or nil.
+	Status *Status
+	// Pause is the key's pause, or nil.
+	Pause *Pause
+	// Triggers is how many live triggers wait for the key.
+	Triggers int
 }
 
 // MessageKind says what a Message announces.

@@ -42,6 +42,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Registry/Conflicts", testConflicts},
 		{"Registry/EntriesLapse", testRegistryLapse},
 		{"Channel/PublishSubscribe", testChannel},
+		{"JobState/OneRead", testJobState},
+		{"ForceRelease/FreesTheKey", testForceRelease},
 	}
 	var wg sync.WaitGroup
 	for _, tt := range tests {

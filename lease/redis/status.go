@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -91,14 +89,5 @@ func (s *Store) LastStatus(ctx context.Context, key string) (fleet.Status, bool,
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
 		return fleet.Status{}, false, internalErr(op, what, fmt.Errorf("%w: status is not JSON", lease.ErrInternal))
 	}
-	return fleet.Status{
-		Occurrence: time.UnixMilli(r.Occurrence),
-		Owner:      r.Owner,
-		Fence:      fencing.Token(r.Fence),
-		Started:    time.UnixMilli(r.StartedAt),
-		Duration:   time.Duration(r.DurationMs) * time.Millisecond,
-		Outcome:    r.Outcome,
-		Error:      r.Error,
-		Trigger:    r.Trigger,
-	}, true, nil
+	return r.status(), true, nil
 }
