@@ -11,7 +11,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-
 // registry is the replicas' entries and the fleet's generation.
 type registry struct {
 	entries    map[string]*replicaEntry // replica ID -> entry, live or lapsed

@@ -11,7 +11,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-
 // trigger is one queued trigger.
 type trigger struct {
 	id      string

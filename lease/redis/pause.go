@@ -14,7 +14,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-
 // SetPause pauses key fleet-wide: acquires with lease.WithPauseCheck fail
 // with lease.ErrPaused until ClearPause. See fleet.Store. p.By must pass
 // lease.ValidateOwner; p.Note must be valid UTF-8 of at most

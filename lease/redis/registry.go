@@ -30,7 +30,6 @@ type jobRecord struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-
 func checkReplicaID(op, id string) error {
 	if id == "" || len(id) > fleet.MaxReplicaIDBytes {
 		return fmt.Errorf("lease/redis: %s: %w: replica ID must be 1 to %d bytes", op, lease.ErrInvalidArgument, fleet.MaxReplicaIDBytes)

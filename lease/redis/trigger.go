@@ -15,7 +15,6 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-
 // acquireTrigger is Acquire with lease.WithTrigger: take the lease only to
 // run a queued trigger, consuming it (acquire_trigger.lua).
 func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string) (*lease.Lease, error) {
