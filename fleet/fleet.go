@@ -34,6 +34,9 @@ type Job struct {
 	Key string
 	// Schedule describes the schedule (scheduler.Schedule's String).
 	Schedule string
+	// Spec is the schedule in a form Next reads: "every:<ns>+<offset ns>",
+	// "cron:<location>:<expression>" or "at:<Unix ms>".
+	Spec string
 	// Fingerprint identifies the job's schedule and options: replicas that
 	// register one name with different fingerprints are in conflict.
 	Fingerprint string

@@ -164,7 +164,8 @@ func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
 func (cp *controlPlane) publish() bool {
 	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh}
 	for _, j := range cp.s.jobsSnapshot() {
-		r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: j.schedule.String(), Fingerprint: j.fingerprint()})
+		r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: j.schedule.String(),
+			Spec: j.plan.groupKey(), Fingerprint: j.fingerprint()})
 	}
 	ctx, cancel := cp.opContext()
 	defer cancel()

@@ -27,6 +27,7 @@ type jobRecord struct {
 	Name        string `json:"name"`
 	Key         string `json:"key"`
 	Schedule    string `json:"schedule"`
+	Spec        string `json:"spec"`
 	Fingerprint string `json:"fingerprint"`
 }
 
