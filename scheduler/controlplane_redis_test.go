@@ -1,0 +1,115 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/testutil"
+)
+
+// callsByCommand reads INFO commandstats: calls per command name, the
+// commands scripts call included.
+func callsByCommand(t *testing.T, c rueidis.Client) map[string]int64 {
+	t.Helper()
+	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
+	require.NoError(t, err)
+	out := map[string]int64{}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		out[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return out
+}
+
+// The control plane adds no round trip to a run: with the registry, the
+// run status and the pause check, a run still costs two scripts, one to
+// acquire and one to release (the status rides in the release, the pause
+// in the acquire).
+func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
+	t.Parallel()
+	srv := testutil.StartRedis(t)
+	admin := srv.Client(t)
+	store, err := leaseredis.New(srv.Client(t))
+	require.NoError(t, err)
+	var runs atomic.Int64
+	s := newScheduler(t, store, WithRegistryRefresh(time.Hour)) // no refresh within the test
+	require.NoError(t, s.Register("quick", Every(100*time.Millisecond), func(context.Context) error {
+		runs.Add(1)
+		return nil
+	}, WithTTL(10*time.Second)))
+	require.NoError(t, s.Start())
+	time.Sleep(500 * time.Millisecond) // the entry published, the subscription made
+	require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
+	before := runs.Load()
+	time.Sleep(1500 * time.Millisecond) // real time is the point of this test
+	calls := callsByCommand(t, admin)
+	after := runs.Load()
+	shutdown(t, s)
+
+	n := after - before
+	require.GreaterOrEqual(t, n, int64(10), "about 15 runs")
+	scripts := calls["evalsha"] + calls["eval"]
+	// One acquire and one release per run; a run in flight at either end
+	// of the window adds at most one script each.
+	assert.InDelta(t, 2*n, scripts, 2, "scripts per run: %d scripts for %d runs (%v)", scripts, n, calls)
+	assert.Equal(t, calls["exists"], calls["evalsha"]-calls["evalsha"]/2, "the pause check is inside the acquire (EXISTS), not a round trip")
+	for _, cmd := range []string{"publish", "zadd", "pexpire", "lrange"} {
+		assert.Zero(t, calls[cmd], "no %s while runs go on", cmd)
+	}
+}
+
+// The registry's refresh does a constant amount of work whatever the
+// number of jobs: one script of the same four commands for 10 jobs as for
+// 10,000.
+func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
+	t.Parallel()
+	perRefresh := func(t *testing.T, jobs int) map[string]float64 {
+		srv := testutil.StartRedis(t)
+		admin := srv.Client(t)
+		store, err := leaseredis.New(srv.Client(t))
+		require.NoError(t, err)
+		s := newScheduler(t, store, WithRegistryRefresh(200*time.Millisecond))
+		for i := range jobs {
+			require.NoError(t, s.Register(fmt.Sprintf("job-%05d", i), Every(24*time.Hour), func(context.Context) error { return nil }))
+		}
+		require.NoError(t, s.Start())
+		time.Sleep(time.Second) // published
+		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
+		time.Sleep(2 * time.Second) // ten refresh periods
+		calls := callsByCommand(t, admin)
+		shutdown(t, s)
+		refreshes := float64(calls["evalsha"])
+		require.GreaterOrEqual(t, refreshes, 5.0, "about ten refreshes: %v", calls)
+		out := map[string]float64{}
+		for name, n := range calls {
+			switch name {
+			case "config|resetstat", "info", "ping": // the test's own, and the client's keep-alive
+			default:
+				out[name] = float64(n) / refreshes
+			}
+		}
+		return out
+	}
+	few := perRefresh(t, 10)
+	many := perRefresh(t, 10_000)
+	want := map[string]float64{"evalsha": 1, "time": 1, "get": 1, "pexpire": 1, "zadd": 1}
+	assert.Equal(t, want, few, "commands per refresh with 10 jobs")
+	assert.Equal(t, want, many, "commands per refresh with 10,000 jobs")
+}
