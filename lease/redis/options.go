@@ -2,7 +2,6 @@ package redis
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -54,9 +53,11 @@ func WithOwner(owner string) Option {
 	}
 }
 
-// WithLogger sets the logger for warnings (a fence counter nearing its
-// limit, an ambiguous acquire that was rolled back) (default: a logger that
-// discards everything). Raw keys and IDs are never logged above debug level.
+// WithLogger sets the logger for warnings (a server setting that puts the
+// guarantees at risk, a fence counter nearing its limit, an acquire whose
+// outcome was unknown and was rolled back, a force-release). Default:
+// slog.Default(), as the scheduler's. Raw keys and IDs are never logged
+// above debug level.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) error {
 		if logger == nil {
@@ -98,7 +99,7 @@ func resolve(opts []Option) (config, error) {
 	c := config{
 		prefix: lease.DefaultPrefix,
 		owner:  DefaultOwner(),
-		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		logger: slog.Default(),
 		clock:  clockwork.NewRealClock(),
 	}
 	for _, opt := range opts {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -82,6 +83,8 @@ type Store struct {
 	log        *slog.Logger
 	clock      clockwork.Clock
 	ack        replicaAck // WithReplicaAck (wait.go); zero: off
+
+	preflightOnce sync.Once // preflight.go, on the first acquire
 }
 
 var _ lease.Store = (*Store)(nil)
@@ -145,6 +148,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if o.Owner != "" {
 		owner, ownerJSON = o.Owner, jsonString(o.Owner)
 	}
+	s.preflightOnce.Do(func() { s.preflight(ctx) })
 	id, ik := newLeaseID(s.prefix, ks.slot)
 	if o.Trigger {
 		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON)
