@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/dbtest"
 	"github.com/cronguard/cronguard/faults/checker"
 	"github.com/cronguard/cronguard/faults/history"
 	"github.com/cronguard/cronguard/lease"
@@ -82,7 +83,7 @@ func TestFaults(t *testing.T) {
 	}
 	bin := buildReplica(t)
 	redis := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
-	pg := testutil.StartPostgres(t)
+	pg := dbtest.StartPostgres(t)
 	initCmd := exec.CommandContext(t.Context(), bin, "-init", "-dsn", pg.DSN)
 	out, err := initCmd.CombinedOutput()
 	require.NoError(t, err, "replica -init: %s", out)

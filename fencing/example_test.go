@@ -4,35 +4,36 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"log"
+	"os"
 	"time"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/cronguard/cronguard/fencing"
 )
 
+// openDatabase stands for your service's database handle: here PostgreSQL
+// through the pgx driver (import _ "github.com/jackc/pgx/v5/stdlib").
+func openDatabase() *sql.DB {
+	db, err := sql.Open("pgx", os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return db
+}
+
 // A job checks its fencing token and makes its own write in one
 // transaction. When a stale holder (token 7, after token 8 wrote) wakes up,
-// its transaction is refused and rolled back, write included.
+// its transaction is refused with ErrStale and rolled back, write included.
 func Example() {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openDatabase()
 	defer db.Close()
-	db.SetMaxOpenConns(1) // every connection to :memory: is a database of its own
 
-	fences, err := fencing.NewTable("fences", fencing.SQLite)
+	fences, err := fencing.NewTable("fences", fencing.Postgres)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := fences.Create(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE TABLE reports (day TEXT PRIMARY KEY, total INTEGER NOT NULL)"); err != nil {
+	if err := fences.Create(ctx, db); err != nil { // once, or in your migrations
 		log.Fatal(err)
 	}
 
@@ -45,10 +46,10 @@ func Example() {
 		}
 		defer tx.Rollback() // does nothing after Commit
 		if err := fences.AdvanceFromContext(ctx, tx, "report:2024-06-01"); err != nil {
-			return err
+			return err // errors.Is(err, fencing.ErrStale): a newer holder has written
 		}
 		_, err = tx.ExecContext(ctx,
-			"INSERT INTO reports (day, total) VALUES (?, ?) ON CONFLICT (day) DO UPDATE SET total = excluded.total",
+			"INSERT INTO reports (day, total) VALUES ($1, $2) ON CONFLICT (day) DO UPDATE SET total = excluded.total",
 			"2024-06-01", total)
 		if err != nil {
 			return err
@@ -56,21 +57,10 @@ func Example() {
 		return tx.Commit()
 	}
 
-	fmt.Println("holder 7 writes:", writeReport(fencing.NewContext(ctx, 7), 100))
-	fmt.Println("holder 8 writes:", writeReport(fencing.NewContext(ctx, 8), 120))
-	err = writeReport(fencing.NewContext(ctx, 7), 999) // 7 wakes from a long pause
-	fmt.Println("holder 7 is stale:", errors.Is(err, fencing.ErrStale))
-
-	var total int
-	if err := db.QueryRowContext(ctx, "SELECT total FROM reports WHERE day = ?", "2024-06-01").Scan(&total); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("total:", total)
-	// Output:
-	// holder 7 writes: <nil>
-	// holder 8 writes: <nil>
-	// holder 7 is stale: true
-	// total: 120
+	_ = writeReport(fencing.NewContext(ctx, 7), 100) // nil
+	_ = writeReport(fencing.NewContext(ctx, 8), 120) // nil
+	err = writeReport(fencing.NewContext(ctx, 7), 999)
+	log.Println(errors.Is(err, fencing.ErrStale)) // true: 7 woke from a long pause; the total stays 120
 }
 
 // The simple case on PostgreSQL: the default table, one call in the job's
@@ -94,35 +84,24 @@ func ExampleAdvance() {
 }
 
 // Fencing rows of your own: a conditional UPDATE that touches the row only
-// for a current token, and CheckResult to read the verdict.
+// for a current token, and CheckResult to read the verdict (ErrStale when
+// no row was written).
 func ExampleCheckResult() {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openDatabase()
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx,
-		"CREATE TABLE accounts (id TEXT PRIMARY KEY, balance INTEGER NOT NULL, last_token INTEGER NOT NULL);"+
-			"INSERT INTO accounts VALUES ('acme', 100, 5)"); err != nil {
-		log.Fatal(err)
-	}
 
 	update := func(token fencing.Token, balance int) error {
 		res, err := db.ExecContext(ctx,
-			"UPDATE accounts SET balance = ?, last_token = ? WHERE id = ? AND last_token <= ?",
-			balance, int64(token), "acme", int64(token))
+			"UPDATE accounts SET balance = $1, last_token = $2 WHERE id = $3 AND last_token <= $2",
+			balance, int64(token), "acme")
 		if err != nil {
 			return err
 		}
 		return fencing.CheckResult(res)
 	}
-	fmt.Println("token 6:", update(6, 150))
-	fmt.Println("token 4:", update(4, 0))
-	// Output:
-	// token 6: <nil>
-	// token 4: fencing: stale token: no row was written
+	log.Println(update(6, 150)) // <nil> when the row's last token was at most 6
+	log.Println(update(4, 0))   // fencing: stale token: no row was written
 }
 
 // One effect per occurrence: after the lease store lost its round records,
@@ -132,21 +111,10 @@ func ExampleCheckResult() {
 // ErrDuplicate and its transaction rolls back, so the report is sent once.
 func ExampleTable_AdvanceOnceFromContext() {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openDatabase()
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-
-	fences, err := fencing.NewTable("fences", fencing.SQLite)
+	fences, err := fencing.NewTable("fences", fencing.Postgres)
 	if err != nil {
-		log.Fatal(err)
-	}
-	if err := fences.Create(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE TABLE sent (occurrence TEXT NOT NULL, token INTEGER NOT NULL)"); err != nil {
 		log.Fatal(err)
 	}
 
@@ -160,10 +128,8 @@ func ExampleTable_AdvanceOnceFromContext() {
 		if err := fences.AdvanceOnceFromContext(ctx, tx, "job:daily-report"); err != nil {
 			return err
 		}
-		token, _ := fencing.FromContext(ctx)
 		occurrence, _ := fencing.OccurrenceFromContext(ctx)
-		if _, err := tx.ExecContext(ctx, "INSERT INTO sent VALUES (?, ?)",
-			occurrence.Format("Jan 2 15:04"), int64(token)); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO sent (occurrence) VALUES ($1)", occurrence); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -173,64 +139,24 @@ func ExampleTable_AdvanceOnceFromContext() {
 	}
 
 	nine := time.Date(2024, 6, 1, 9, 0, 0, 0, time.UTC)
-	fmt.Println("token 5 at 09:00:", sendReport(run(5, nine)))
-	err = sendReport(run(7, nine)) // the same occurrence, run again
-	fmt.Println("token 7 at 09:00 is a duplicate:", errors.Is(err, fencing.ErrDuplicate))
-	fmt.Println("token 8 the next day:", sendReport(run(8, nine.Add(24*time.Hour))))
-
-	rows, err := db.QueryContext(ctx, "SELECT occurrence, token FROM sent ORDER BY rowid")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var occurrence string
-		var token int64
-		if err := rows.Scan(&occurrence, &token); err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("sent: %s by token %d\n", occurrence, token)
-	}
-	if err := rows.Err(); err != nil {
-		log.Fatal(err)
-	}
-	// Output:
-	// token 5 at 09:00: <nil>
-	// token 7 at 09:00 is a duplicate: true
-	// token 8 the next day: <nil>
-	// sent: Jun 1 09:00 by token 5
-	// sent: Jun 2 09:00 by token 8
+	_ = sendReport(run(5, nine))                      // nil: sent
+	err = sendReport(run(7, nine))                    // the same occurrence, run again
+	log.Println(errors.Is(err, fencing.ErrDuplicate)) // true: not sent twice
+	_ = sendReport(run(8, nine.Add(24*time.Hour)))    // nil: the next day's
 }
 
 // A fence table made before the occurrence column existed keeps working
-// for Advance; AdvanceOnce asks for the migration, which keeps the rows.
+// for Advance; AdvanceOnce asks for the migration (ErrNotMigrated), which
+// keeps the rows.
 func ExampleTable_Migrate() {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openDatabase()
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	// The table as an older Create made it.
-	if _, err := db.ExecContext(ctx,
-		"CREATE TABLE fences (resource TEXT NOT NULL PRIMARY KEY, token BIGINT NOT NULL CHECK (token > 0))"); err != nil {
-		log.Fatal(err)
-	}
-	fences, err := fencing.NewTable("fences", fencing.SQLite)
+	fences, err := fencing.NewTable("fences", fencing.Postgres)
 	if err != nil {
 		log.Fatal(err)
 	}
-	nine := time.Date(2024, 6, 1, 9, 0, 0, 0, time.UTC)
-
-	fmt.Println("advance:", fences.Advance(ctx, db, "job:daily-report", 5))
-	err = fences.AdvanceOnce(ctx, db, "job:daily-report", 5, nine)
-	fmt.Println("advance once needs the migration:", errors.Is(err, fencing.ErrNotMigrated))
-	fmt.Println("migrate:", fences.Migrate(ctx, db))
-	fmt.Println("advance once:", fences.AdvanceOnce(ctx, db, "job:daily-report", 5, nine))
-	// Output:
-	// advance: <nil>
-	// advance once needs the migration: true
-	// migrate: <nil>
-	// advance once: <nil>
+	if err := fences.Migrate(ctx, db); err != nil { // idempotent; takes no lock once migrated
+		log.Fatal(err)
+	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/rueidis"
-	_ "modernc.org/sqlite"
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease/memory"
@@ -43,12 +42,14 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	db, err := sql.Open("sqlite", "file:billing.db?_txlock=immediate&_pragma=busy_timeout(5000)")
+	// Your service's database; PostgreSQL through the pgx driver here
+	// (import _ "github.com/jackc/pgx/v5/stdlib").
+	db, err := sql.Open("pgx", os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	fences, err := fencing.NewTable(fencing.DefaultTableName, fencing.SQLite)
+	fences, err := fencing.NewTable(fencing.DefaultTableName, fencing.Postgres)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func Example() {
 		if err := fences.AdvanceFromContext(ctx, tx, "invoices"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO invoices (day) VALUES (?)`, run.Occurrence.Format(time.DateOnly)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO invoices (day) VALUES ($1)`, run.Occurrence.Format(time.DateOnly)); err != nil {
 			return err
 		}
 		return tx.Commit()

@@ -9,10 +9,6 @@
 //     thaw the process (SIGSTOP/SIGCONT); Restart stops it gracefully and
 //     starts it again on the same port and directory, so with
 //     "--appendonly yes --appendfsync always" acknowledged writes survive.
-//   - StartPostgres runs a fresh PostgreSQL cluster (trust authentication,
-//     fsync off); (*Postgres).DB opens it with the pgx database/sql driver.
-//     Under root the server runs as the "postgres" user, as PostgreSQL
-//     refuses to run as root.
 //   - StartCluster, StartSentinel and StartTLSRedis run a Redis Cluster, a
 //     primary with a replica and three sentinels, and a TLS-only
 //     redis-server, for the topology tests of lease/redis.
@@ -26,10 +22,14 @@
 // binary dies); a missing binary fails the test at once with a message
 // saying how to install it (./scripts/test installs them on Debian/Ubuntu).
 //
+// PostgreSQL for the tests that write through a SQL driver is started by
+// the dbtest module (github.com/cronguard/cronguard/dbtest), which keeps
+// the driver out of this module's dependencies.
+//
 // Not guaranteed: the ports come from FreePort, so another process can take
 // one between choosing and binding it (the start then fails loudly rather
 // than connecting to a stranger); the servers are configured for speed, not
-// durability (no fsync in PostgreSQL, no RDB snapshots in Redis); and a
+// durability (no RDB snapshots in Redis); and a
 // fault takes effect for bytes read after the call returns, not for a
 // chunk already in flight.
 package testutil

@@ -169,21 +169,6 @@ func TestTable_Advance_InvalidArgumentsSendNothing(t *testing.T) {
 	})
 }
 
-func TestTable_Advance_NilTxOrZeroTable(t *testing.T) {
-	table, err := fencing.NewTable("fences", fencing.SQLite)
-	require.NoError(t, err)
-	err = table.Advance(t.Context(), nil, "report", 1)
-	require.ErrorIs(t, err, fencing.ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "tx must not be nil")
-
-	for name, zero := range map[string]*fencing.Table{"nil": nil, "zero value": {}} {
-		err := zero.Advance(t.Context(), &countingExecer{}, "report", 1)
-		require.ErrorIs(t, err, fencing.ErrInvalidArgument, name)
-		assert.Contains(t, err.Error(), "NewTable", name)
-		require.ErrorIs(t, zero.Create(t.Context(), &countingExecer{}), fencing.ErrInvalidArgument, name)
-	}
-}
-
 func TestTable_AdvanceFromContext_UsesContextToken(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB, table *fencing.Table) {
 		exec := &countingExecer{Execer: db}

@@ -294,24 +294,6 @@ func TestTable_AdvanceOnce_InvalidArgumentsSendNothing(t *testing.T) {
 	})
 }
 
-func TestTable_AdvanceOnce_NilTxOrZeroTable(t *testing.T) {
-	table, err := fencing.NewTable("fences", fencing.SQLite)
-	require.NoError(t, err)
-	err = table.AdvanceOnce(t.Context(), nil, "report", 1, occ)
-	require.ErrorIs(t, err, fencing.ErrInvalidArgument)
-	assert.Contains(t, err.Error(), "tx must not be nil")
-
-	for name, zero := range map[string]*fencing.Table{"nil": nil, "zero value": {}} {
-		q := &countingQuerier{}
-		err := zero.AdvanceOnce(t.Context(), q, "report", 1, occ)
-		require.ErrorIs(t, err, fencing.ErrInvalidArgument, name)
-		assert.Contains(t, err.Error(), "NewTable", name)
-		require.ErrorIs(t, zero.AdvanceOnceFromContext(withRun(t.Context(), 1, occ), q, "report"), fencing.ErrInvalidArgument, name)
-		require.ErrorIs(t, zero.Migrate(t.Context(), q), fencing.ErrInvalidArgument, name)
-		assert.Equal(t, 0, q.n, name)
-	}
-}
-
 // withRun returns ctx carrying a run's token and occurrence, as the
 // scheduler's run context does.
 func withRun(ctx context.Context, token fencing.Token, o time.Time) context.Context {

@@ -128,8 +128,3 @@ func TestTable_Migrate_MigratedTableTakesNoLock(t *testing.T) {
 		require.NoError(t, table.Create(ctx, conn))
 	})
 }
-
-func TestTable_Migrate_NilDBRefused(t *testing.T) {
-	table := mustNewTable(t, "fences", fencing.Postgres)
-	require.ErrorIs(t, table.Migrate(t.Context(), nil), fencing.ErrInvalidArgument)
-}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/cronguard/cronguard/dbtest"
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -131,12 +132,12 @@ var sharedPG postgresServer
 type postgresServer struct {
 	once sync.Once
 	tb   packageTB
-	pg   *testutil.Postgres
+	pg   *dbtest.Postgres
 }
 
 // get returns the shared server, starting it on first use. A failure to
 // start fails t (and every later caller) with testutil's message.
-func (s *postgresServer) get(t *testing.T) *testutil.Postgres {
+func (s *postgresServer) get(t *testing.T) *dbtest.Postgres {
 	t.Helper()
 	s.once.Do(func() {
 		// StartPostgres ends its goroutine (runtime.Goexit, through
@@ -144,7 +145,7 @@ func (s *postgresServer) get(t *testing.T) *testutil.Postgres {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			s.pg = testutil.StartPostgres(&s.tb)
+			s.pg = dbtest.StartPostgres(&s.tb)
 		}()
 		<-done
 	})
@@ -158,7 +159,7 @@ func (s *postgresServer) stop() { s.tb.runCleanups() }
 
 // packageTB is the testing.TB the shared server is started with: it lives
 // for the whole package run instead of one test. It implements the methods
-// testutil.StartPostgres calls; the embedded nil TB is never used.
+// dbtest.StartPostgres calls; the embedded nil TB is never used.
 type packageTB struct {
 	testing.TB
 

@@ -1,4 +1,4 @@
-package testutil
+package dbtest
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/cronguard/cronguard/testutil"
 )
 
 // installPostgresHint is printed when initdb or postgres cannot be found.
@@ -85,12 +87,12 @@ func StartPostgres(t testing.TB) *Postgres {
 	initdb.Dir = dir
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("testutil: initdb in %s: %v\n%s", data, err, tail(string(out), 2000))
+		t.Fatalf("dbtest: initdb in %s: %v\n%s", data, err, tail(string(out), 2000))
 	}
 
-	port, err := FreePort()
+	port, err := testutil.FreePort()
 	if err != nil {
-		t.Fatalf("testutil: free port: %v", err)
+		t.Fatalf("dbtest: free port: %v", err)
 	}
 	p.DSN = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable",
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -105,7 +107,7 @@ func StartPostgres(t testing.TB) *Postgres {
 func (p *Postgres) start(bin, data, sockDir string, port int, logPath string, cred *syscall.Credential) error {
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return fmt.Errorf("testutil: postgres log: %w", err)
+		return fmt.Errorf("dbtest: postgres log: %w", err)
 	}
 	defer logFile.Close() // the child has its own copy of the descriptor
 	cmd := exec.Command(filepath.Join(bin, "postgres"),
@@ -123,7 +125,7 @@ func (p *Postgres) start(bin, data, sockDir string, port int, logPath string, cr
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("testutil: start postgres: %w", err)
+		return fmt.Errorf("dbtest: start postgres: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -137,7 +139,7 @@ func (p *Postgres) start(bin, data, sockDir string, port int, logPath string, cr
 	if err := waitPostgres(p.DSN, data, done, postgresStartTimeout); err != nil {
 		p.Stop()
 		log, _ := os.ReadFile(logPath)
-		return fmt.Errorf("testutil: postgres on port %d did not accept connections: %w\n%s", port, err, tail(string(log), 2000))
+		return fmt.Errorf("dbtest: postgres on port %d did not accept connections: %w\n%s", port, err, tail(string(log), 2000))
 	}
 	return nil
 }
@@ -168,7 +170,7 @@ func (p *Postgres) DB(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("pgx", p.DSN)
 	if err != nil {
-		t.Fatalf("testutil: open postgres: %v", err)
+		t.Fatalf("dbtest: open postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
@@ -261,15 +263,15 @@ func postgresCredential() (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup(postgresUser)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: PostgreSQL refuses to run as root and user %q does not exist (%v): run the tests as a non-root user, or create it (Debian/Ubuntu: apt-get install -y postgresql creates it)", postgresUser, err)
+		return nil, fmt.Errorf("dbtest: PostgreSQL refuses to run as root and user %q does not exist (%v): run the tests as a non-root user, or create it (Debian/Ubuntu: apt-get install -y postgresql creates it)", postgresUser, err)
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: user %q has uid %q: %w", postgresUser, u.Uid, err)
+		return nil, fmt.Errorf("dbtest: user %q has uid %q: %w", postgresUser, u.Uid, err)
 	}
 	gid, err := strconv.ParseUint(u.Gid, 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: user %q has gid %q: %w", postgresUser, u.Gid, err)
+		return nil, fmt.Errorf("dbtest: user %q has gid %q: %w", postgresUser, u.Gid, err)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
 }
@@ -281,12 +283,12 @@ func postgresCredential() (*syscall.Credential, error) {
 func postgresBaseDir(cred *syscall.Credential) (string, error) {
 	dir, err := os.MkdirTemp("", "cronguard-pg-")
 	if err != nil {
-		return "", fmt.Errorf("testutil: postgres dir: %w", err)
+		return "", fmt.Errorf("dbtest: postgres dir: %w", err)
 	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			_ = os.RemoveAll(dir)
-			return "", fmt.Errorf("testutil: chown postgres dir to %s: %w", postgresUser, err)
+			return "", fmt.Errorf("dbtest: chown postgres dir to %s: %w", postgresUser, err)
 		}
 		if err := checkTraversable(filepath.Dir(dir)); err != nil {
 			_ = os.RemoveAll(dir)
@@ -295,7 +297,7 @@ func postgresBaseDir(cred *syscall.Credential) (string, error) {
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", fmt.Errorf("testutil: chmod postgres dir: %w", err)
+		return "", fmt.Errorf("dbtest: chmod postgres dir: %w", err)
 	}
 	return dir, nil
 }
@@ -307,13 +309,21 @@ func checkTraversable(dir string) error {
 	for d := dir; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
-			return fmt.Errorf("testutil: postgres dir: %w", err)
+			return fmt.Errorf("dbtest: postgres dir: %w", err)
 		}
 		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("testutil: the %s user cannot enter %s (mode %v): point TMPDIR at a directory others can traverse, such as /tmp", postgresUser, d, fi.Mode().Perm())
+			return fmt.Errorf("dbtest: the %s user cannot enter %s (mode %v): point TMPDIR at a directory others can traverse, such as /tmp", postgresUser, d, fi.Mode().Perm())
 		}
 		if d == filepath.Dir(d) {
 			return nil
 		}
 	}
+}
+
+// tail returns the last n bytes of s, for quoting the end of a server log.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }

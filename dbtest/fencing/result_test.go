@@ -2,7 +2,6 @@ package fencing_test
 
 import (
 	"database/sql"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,43 +9,6 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 )
-
-// fakeResult is an sql.Result with a fixed row count or error.
-type fakeResult struct {
-	rows int64
-	err  error
-}
-
-func (r fakeResult) LastInsertId() (int64, error) { return 0, errors.New("not supported") }
-func (r fakeResult) RowsAffected() (int64, error) { return r.rows, r.err }
-
-func TestCheckResult_RowCounts(t *testing.T) {
-	errDriver := errors.New("driver cannot count rows")
-	cases := []struct {
-		name      string
-		res       sql.Result
-		wantErrIs error // nil: no error
-	}{
-		{"zero rows is stale", fakeResult{rows: 0}, fencing.ErrStale},
-		{"one row passes", fakeResult{rows: 1}, nil},
-		{"several rows pass", fakeResult{rows: 3}, nil},
-		{"RowsAffected error is wrapped", fakeResult{err: errDriver}, errDriver},
-		{"nil result is invalid", nil, fencing.ErrInvalidArgument},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := fencing.CheckResult(c.res)
-			if c.wantErrIs == nil {
-				assert.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, c.wantErrIs)
-			if c.wantErrIs != fencing.ErrStale {
-				assert.NotErrorIs(t, err, fencing.ErrStale, "only zero rows means stale")
-			}
-		})
-	}
-}
 
 func TestCheckResult_ConditionalUpdate(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB, _ *fencing.Table) {
