@@ -49,12 +49,12 @@ func TestScheduler_CatchUp_DeployAcrossTheNightlyOccurrence(t *testing.T) {
 
 				time.Sleep(time.Hour)
 				old := generation() // from 01:00 on day 0
-				time.Sleep(at(1, time.Hour+55*time.Minute).Sub(time.Now()))
+				time.Sleep(time.Until(at(1, time.Hour+55*time.Minute)))
 				stop(old) // 01:55 on day 1
 				time.Sleep(15 * time.Minute)
 				synctest.Wait()
 				restarted := generation() // 02:10 on day 1, all at once
-				time.Sleep(at(2, 3*time.Hour).Sub(time.Now()))
+				time.Sleep(time.Until(at(2, 3*time.Hour)))
 				synctest.Wait()
 				stop(restarted)
 

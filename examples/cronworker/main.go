@@ -329,7 +329,7 @@ func newLogHandler(w io.Writer, verbose bool) slog.Handler {
 			noColor = false
 		}
 	}
-	return tint.NewHandler(&lockedWriter{w: w}, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: noColor})
+	return tint.NewTextHandler(&lockedWriter{w: w}, &tint.Options{Level: level, TimeFormat: "15:04:05.000", NoColor: noColor})
 }
 
 // lockedWriter serializes writes to w.
