@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -105,7 +106,9 @@ func BenchmarkScriptCost(b *testing.B) {
 	})
 	b.Run("AcquireLost", func(b *testing.B) {
 		// A replica that lost the occurrence's race: the winner holds the
-		// lease and has claimed the round.
+		// lease and has claimed the round (a fresh one per call of this
+		// sub-benchmark, as -count repeats it).
+		round++
 		held, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
 		must(err)
 		defer func() { must(held.Release(ctx)) }()
@@ -123,6 +126,37 @@ func BenchmarkScriptCost(b *testing.B) {
 			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1))
 			must(err)
 			must(l.Release(ctx))
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("SchedulerLost", func(b *testing.B) {
+		// What the scheduler asks of a replica that lost the occurrence:
+		// the acquire with the round and the pause check.
+		round++
+		held, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+		must(err)
+		defer func() { must(held.Release(ctx)) }()
+		run(b, 1, func() {
+			_, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round), lease.WithPauseCheck())
+			if !errors.Is(err, lease.ErrLocked) && !errors.Is(err, lease.ErrRoundClaimed) {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("SchedulerRun", func(b *testing.B) {
+		// What the scheduler asks per run it wins: an acquire with the
+		// round and the pause check, then a release that records the run's
+		// status.
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1), lease.WithPauseCheck())
+			must(err)
+			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Fence: l.Fence,
+				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "succeeded",
+			})
+			must(err)
 		})
 		round += int64(i/len(keys)) + 2
 	})
