@@ -32,7 +32,8 @@ import (
 //   - sleepy (fast, every 2 minutes, 1s timeout): sleeps 2s through its
 //     cancellation (timed out).
 //
-// So: 2 succeeded, 1 failed, 1 panicked, 1 timed out; 3 claimed, 2 locked;
+// So: 2 succeeded, 1 failed, 1 panicked, 1 timed out; 3 claimed, 1 locked,
+// 1 running here;
 // 1 lease lost; 1 cancellation by timeout.
 func TestTelemetry_Scheduler_ScriptedCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -88,14 +89,16 @@ func TestTelemetry_Scheduler_ScriptedCounts(t *testing.T) {
 		assert.Equal(t, int64(5), total(t, ms, MetricRunLateness))
 		assert.Len(t, seriesOf(t, ms, MetricActiveRuns), 5, "one series per job")
 
-		claimed, locked := AttrSkipReason.String("claimed"), AttrSkipReason.String("locked")
+		claimed, locked, running := AttrSkipReason.String("claimed"), AttrSkipReason.String("locked"), AttrSkipReason.String("running_here")
 		assert.Equal(t, int64(3), total(t, ms, MetricSkipped, claimed))
-		assert.Equal(t, int64(2), total(t, ms, MetricSkipped, locked))
+		assert.Equal(t, int64(1), total(t, ms, MetricSkipped, locked))
+		assert.Equal(t, int64(1), total(t, ms, MetricSkipped, running))
 		assert.Equal(t, int64(5), total(t, ms, MetricSkipped), "no other skips")
 		for _, j := range []string{"long", "fails", "panics"} {
 			assert.Equal(t, int64(1), value(t, ms, MetricSkipped, job(j), claimed), "%s claimed", j)
 		}
-		assert.Equal(t, int64(2), value(t, ms, MetricSkipped, job("long"), locked))
+		assert.Equal(t, int64(1), value(t, ms, MetricSkipped, job("long"), locked), "slow: fast's run held the lease")
+		assert.Equal(t, int64(1), value(t, ms, MetricSkipped, job("long"), running), "fast: its own run was still going")
 
 		assert.Equal(t, int64(1), value(t, ms, MetricLeaseLosses, job("lost"), AttrLossCause.String("lost")))
 		assert.Equal(t, int64(1), total(t, ms, MetricLeaseLosses))

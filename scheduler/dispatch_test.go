@@ -87,7 +87,10 @@ func TestScheduler_Dispatch_SlowStoreDelaysNoOtherJob(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		runs := newLateRuns()
 		s := newScheduler(t, store, WithAcquireConcurrency(2))
-		require.NoError(t, s.Register("slow", Every(time.Second), runs.record))
+		require.NoError(t, s.Register("slow", Every(time.Second), func(ctx context.Context) error {
+			time.Sleep(100 * time.Millisecond) // still running when the next firing is taken
+			return runs.record(ctx)
+		}))
 		for i := range 5 {
 			require.NoError(t, s.Register(fmt.Sprintf("fast-%d", i), Every(time.Second), runs.record))
 		}
@@ -109,12 +112,13 @@ func TestScheduler_Dispatch_SlowStoreDelaysNoOtherJob(t *testing.T) {
 				assert.Less(t, late, 10*time.Millisecond, "%s started on time", name)
 			}
 		}
-		// slow: 1s acquired 1s-3.3s; 2s waits, 3s supersedes it (overrun);
-		// 3s acquired 3.3s-5.6s and run; 4s waits, 5s supersedes it; 5s is
-		// acquired from 5.6s, 6s waits; shutdown skips both.
-		assert.Equal(t, []int64{want[0], want[2]}, runs.occ["slow"], "slow ran its occurrences in order, each its own")
-		assert.Equal(t, uint64(2), s.Stats().SkipOverrun, "2s and 4s were superseded while slow's acquire was in flight")
-		assert.Equal(t, uint64(2), s.Stats().SkipShutdown, "5s (won during shutdown, released at once) and 6s")
+		// slow: 1s acquired 1s-3.3s and run 3.3s-3.4s; 2s waits, 3s
+		// supersedes it (overrun) and is taken at 3.3s, while 1s runs: it
+		// is skipped unasked (running here). 4s acquired 4s-6.3s and run;
+		// 5s waits, 6s supersedes it and is taken at 6.3s, while 4s runs.
+		assert.Equal(t, []int64{want[0], want[3]}, runs.occ["slow"], "slow ran its occurrences in order, each its own")
+		assert.Equal(t, uint64(2), s.Stats().SkipOverrun, "2s and 5s were superseded while slow's acquire was in flight")
+		assert.Equal(t, uint64(2), s.Stats().SkipRunning, "3s and 6s came while slow ran")
 	})
 }
 

@@ -75,13 +75,13 @@
 //
 // Overlap policy "skip": the lease is the job's, not the occurrence's. While
 // one occurrence of a job runs anywhere, later occurrences of that job are
-// skipped everywhere (SkipLocked on other replicas; the next winner reports
-// them missed). A replica never runs two of a job at once: while a run of
-// the job still executes on it after its lease stopped being renewed (it
-// timed out, or its lease was lost), its later firings are skipped there
-// (SkipRunning) and another replica may run them; and a run that returns
-// after its lease could no longer be trusted is logged ("run outlived its
-// lease").
+// skipped everywhere (SkipRunning on the replica running it, without asking
+// the store; SkipLocked on the others; the next winner reports them
+// missed). A replica never runs two of a job at once and never claims an
+// occurrence it cannot run: if the running job's lease is gone (it timed
+// out, the store lost it) the other replicas may run the later occurrence;
+// and a run that returns after its lease could no longer be trusted is
+// logged ("run outlived its lease").
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has

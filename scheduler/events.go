@@ -108,8 +108,9 @@ type SkipReason int
 
 // The skip reasons.
 const (
-	// SkipLocked: the job's lease is held (by another replica, or by an
-	// earlier occurrence still running here): overlap policy "skip".
+	// SkipLocked: the job's lease is held by another replica (or by a run
+	// here that ended without releasing it, a release that failed):
+	// overlap policy "skip".
 	SkipLocked SkipReason = iota + 1
 	// SkipClaimed: another replica already ran (claimed) this occurrence.
 	SkipClaimed
@@ -124,9 +125,10 @@ const (
 	// occurrence may still run on another replica.
 	SkipOverrun
 	// SkipRunning: an earlier run of the job still executes on this
-	// replica (it outlived its timeout or its lease): a replica never runs
-	// two of a job at once. No store round trip was made; the occurrence
-	// may run elsewhere.
+	// replica: a replica never runs two of a job at once, and does not
+	// claim an occurrence it cannot run. No store round trip was made; the
+	// occurrence runs on another replica if its lease is free there, and
+	// is otherwise reported missed by the next run's ledger.
 	SkipRunning
 	// SkipPaused: the job is paused fleet-wide (package fleet, inspect).
 	// The occurrence is recorded as handled: not missed, not caught up.

@@ -88,16 +88,24 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		s.skip(j, occ, SkipShutdown, nil)
 		return
 	}
-	if cur := j.current.Load(); cur != nil && cur.unrenewed.Load() {
-		// An earlier run still executes here, though its lease is no
-		// longer renewed (timed out or lost): another replica may take
-		// this occurrence, but not this one. (While the earlier run's
-		// lease is renewed, the store answers: locked.)
+	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
+	if j.current.Load() != nil {
+		// An earlier run still executes here: this replica cannot run the
+		// occurrence, so it must not claim it. Asking the store would win
+		// it whenever the earlier run's lease is gone before its heartbeat
+		// noticed (Redis lost its data, the process stalled past the TTL),
+		// and a claimed occurrence is skipped by every other replica and
+		// never reported missed. Skipped unasked, it runs on another
+		// replica, or, if the earlier lease still holds it off there,
+		// is reported missed by the next winner.
+		if quiet {
+			s.debug(j, occ, "nothing to catch up or trigger now: the job is running here")
+			return
+		}
 		s.skip(j, occ, SkipRunning, nil)
 		return
 	}
 	l, err := s.acquire(j, f)
-	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
 	switch {
 	case err == nil:
 	case f.trigger && errors.Is(err, lease.ErrNoTrigger):
@@ -148,8 +156,9 @@ func (s *Scheduler) attempt(j *job, f firing) {
 	case s.closed:
 		reason = SkipShutdown
 	case !j.current.CompareAndSwap(nil, r):
-		// The earlier run's lease was lost while it still executes here,
-		// before its heartbeat noticed: never two of a job at once.
+		// Never two of a job at once. Unreachable while a job's acquires
+		// are serialized (one in flight per job) and checked above; kept
+		// so that the invariant does not rest on that alone.
 		reason = SkipRunning
 	default:
 		s.runs[r] = struct{}{}
