@@ -89,7 +89,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, by string) (lease.I
 	}
 	info, err := in.store.ForceRelease(ctx, regs[0].Job.Key)
 	if errors.Is(err, lease.ErrNotFound) {
-		return lease.Info{}, fmt.Errorf("%w: %s %q: %w", ErrNotHeld, op, name, err)
+		return lease.Info{}, fmt.Errorf("%w: %s %q (%w)", ErrNotHeld, op, name, lease.ErrNotFound)
 	}
 	if err != nil {
 		return lease.Info{}, fmt.Errorf("inspect: %s %q: %w", op, name, err)
