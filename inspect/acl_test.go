@@ -219,4 +219,3 @@ func aclDenials(t *testing.T, admin rueidis.Client, user string, except ...strin
 	}
 	return out
 }
-
