@@ -96,6 +96,6 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, by string) (lease.I
 	}
 	in.log.Warn("job lease force-released by an operator; its holder may still be running, and only fenced writes are safe from it",
 		slog.String("job", name), slog.String("by", by), slog.String("owner", info.Owner),
-		slog.Any("fence", info.Fence), slog.String("lease", lease.ShortID(info.IDHash)))
+		slog.Any("fence", info.Fence), slog.String("lease_hash", lease.ShortID(info.IDHash)))
 	return info, nil
 }

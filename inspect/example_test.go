@@ -44,7 +44,7 @@ func exampleFleet() (*memory.Store, *clockwork.FakeClock) {
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "lease" {
+			if a.Key == slog.TimeKey || a.Key == "lease_hash" {
 				return slog.Attr{}
 			}
 			return a

@@ -83,10 +83,12 @@ type Holder struct {
 	Replica string
 	// Fence is the run's fencing token.
 	Fence fencing.Token
-	// Lease is a short, non-secret form of the lease: the last characters
-	// of its ID's hash (lease.ShortID of lease.Info.IDHash). The lease ID
-	// itself is never read.
-	Lease string
+	// LeaseHash is a short, non-secret form of the lease: the last
+	// characters of its ID's hash (lease.ShortID of lease.Info.IDHash),
+	// enough to tell two leases apart. It is not the short form logs show
+	// (the ID's own last characters, which the store does not give out):
+	// Fence is what identifies the run in the replicas' logs.
+	LeaseHash string
 	// AcquiredAt and ExpiresAt are the store's times.
 	AcquiredAt, ExpiresAt time.Time
 	// Left is how long the lease has until it expires unless renewed:
@@ -182,7 +184,7 @@ func (in *Inspector) jobState(ctx context.Context, name string, regs []Registrat
 		h := st.Holder
 		j.Holder = &Holder{
 			Owner: h.Owner, Replica: replicaOf(h.Owner, name, replicas), Fence: h.Fence,
-			Lease: lease.ShortID(h.IDHash), AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(),
+			LeaseHash: lease.ShortID(h.IDHash), AcquiredAt: h.AcquiredAt.UTC(), ExpiresAt: h.ExpiresAt.UTC(),
 			Left: h.ExpiresAt.Sub(st.Now),
 		}
 	}

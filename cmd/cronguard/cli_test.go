@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestRun_Help(t *testing.T) {
 		{[]string{"--help"}, "Usage:\n  cronguard [global flags] COMMAND [flags] [NAME]"},
 		{[]string{"-h"}, "Exit codes:"},
 		{[]string{"help"}, "Commands:"},
-		{[]string{"help", "json"}, `"holder": null | {"owner", "replica", "fence", "lease"`},
+		{[]string{"help", "json"}, `"holder": null | {"owner", "replica", "fence", "leaseHash"`},
 		{[]string{"help", "trigger"}, "Usage: cronguard trigger NAME"},
 		{[]string{"replicas", "--help"}, "Usage: cronguard replicas"},
 		{[]string{"jobs", "--help"}, "Usage: cronguard jobs"},
@@ -167,4 +168,17 @@ func TestSpan(t *testing.T) {
 func TestClean_ControlCharacters(t *testing.T) {
 	assert.Equal(t, "a b  c d", clean("a\nb\x1b\tc\rd"))
 	assert.Equal(t, "a b c", oneLine("a\n\n b\t\tc "))
+}
+
+// cronguard help json names every field the JSON output has.
+func TestJSONHelp_DocumentsEveryField(t *testing.T) {
+	for _, v := range []any{replicasJSON{}, replicaJSON{}, jobsJSON{}, jobJSON{}, registrationJSON{}, holderJSON{}, runJSON{},
+		pauseJSON{}, pausedJSON{}, resumedJSON{}, triggerJSON{}, triggeredJSON{}, releasedJSON{}, releaseJSON{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			tag := typ.Field(i).Tag.Get("json")
+			require.NotEmpty(t, tag, "%s.%s has a JSON name", typ.Name(), typ.Field(i).Name)
+			assert.Contains(t, jsonHelp, `"`+tag+`"`, "%s.%s", typ.Name(), typ.Field(i).Name)
+		}
+	}
 }

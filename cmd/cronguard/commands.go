@@ -9,7 +9,6 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/inspect"
-	"github.com/cronguard/cronguard/lease"
 )
 
 // Defaults of the trigger command's flags.
@@ -205,7 +204,7 @@ func writeJob(s *session, j inspect.Job) error {
 	t.row("schedule:", j.Schedule)
 	t.row("replicas:", fmt.Sprintf("%d: %s", len(j.Registrations), strings.Join(j.Replicas(), ", ")))
 	if h := j.Holder; h != nil {
-		t.row("running on:", fmt.Sprintf("%s (holder %s), fence %d, lease %s", holderName(h), h.Owner, uint64(h.Fence), h.Lease))
+		t.row("running on:", fmt.Sprintf("%s (holder %s), fence %d", holderName(h), h.Owner, uint64(h.Fence)))
 		t.row("", fmt.Sprintf("since %s, %s left on its lease", at(h.AcquiredAt, now), span(h.Left)))
 	} else {
 		t.row("running on:", "-")
@@ -364,8 +363,8 @@ func runRelease(ctx context.Context, s *session, name string) error {
 		return writeJSON(s.env.stdout, releasedJSON{Job: name, Released: toReleaseJSON(info)})
 	}
 	now := s.env.now()
-	fmt.Fprintf(s.env.stdout, "force-released the lease of %s held by %s (fence %d, lease %s, acquired %s)\n",
-		clean(name), clean(info.Owner), uint64(info.Fence), lease.ShortID(info.IDHash), clock(info.AcquiredAt, now))
+	fmt.Fprintf(s.env.stdout, "force-released the lease of %s held by %s (fence %d, acquired %s)\n",
+		clean(name), clean(info.Owner), uint64(info.Fence), clock(info.AcquiredAt, now))
 	fmt.Fprintln(s.env.stdout, "the holder is not stopped: it learns at its next renewal; until then it may run beside a new run, and only fenced writes are safe from it")
 	return nil
 }

@@ -133,8 +133,9 @@ Exits 3 when no live lease holds the job.
 const jsonHelp = `cronguard --json prints one JSON document per command. Field names are
 stable: fields may be added, never renamed or removed. Times are RFC 3339 in
 UTC, to the millisecond; durations are whole milliseconds in fields ending
-in Ms; a missing value is null. Lease IDs are never printed: "lease" is a
-short form of the lease ID's hash.
+in Ms; a missing value is null. Lease IDs are never printed: "leaseHash" is
+a short form of the lease ID's hash, enough to tell leases apart; "fence"
+identifies a run in the replicas' logs.
 
 replicas:  {"replicas": [Replica]}
   Replica: {"id", "version", "started", "refreshMs", "expires", "jobs": [name]}
@@ -146,7 +147,7 @@ job NAME:  Job
     "conflict": bool,
     "registrations": [{"replica", "schedule", "key", "fingerprint"}],
     "now": the store's time of the read,
-    "holder": null | {"owner", "replica", "fence", "lease", "acquiredAt",
+    "holder": null | {"owner", "replica", "fence", "leaseHash", "acquiredAt",
                       "expiresAt", "leftMs"},
     "lastOccurrence": time | null,
     "lastRun": null | Run,
@@ -162,7 +163,7 @@ pause:     {"job", "paused": {"by", "note", "since"}}
 resume:    {"job", "wasPaused": bool, "next": time | null}
 trigger:   {"job", "trigger": {"id", "by", "queuedAt", "expiresAt"},
             "waited": bool, "done": bool, "outcome", "error", "run": null | Run}
-release:   {"job", "released": {"owner", "fence", "lease", "acquiredAt",
+release:   {"job", "released": {"owner", "fence", "leaseHash", "acquiredAt",
             "expiresAt"}}
 
 On an error the exit code says what went wrong and stderr has one line;

@@ -59,7 +59,7 @@ type holderJSON struct {
 	Owner      string    `json:"owner"`
 	Replica    string    `json:"replica"`
 	Fence      uint64    `json:"fence"`
-	Lease      string    `json:"lease"`
+	LeaseHash  string    `json:"leaseHash"`
 	AcquiredAt time.Time `json:"acquiredAt"`
 	ExpiresAt  time.Time `json:"expiresAt"`
 	LeftMs     int64     `json:"leftMs"`
@@ -119,7 +119,7 @@ type releasedJSON struct {
 type releaseJSON struct {
 	Owner      string    `json:"owner"`
 	Fence      uint64    `json:"fence"`
-	Lease      string    `json:"lease"`
+	LeaseHash  string    `json:"leaseHash"`
 	AcquiredAt time.Time `json:"acquiredAt"`
 	ExpiresAt  time.Time `json:"expiresAt"`
 }
@@ -160,7 +160,7 @@ func toJobJSON(j inspect.Job) jobJSON {
 			Key: r.Job.Key, Fingerprint: r.Job.Fingerprint})
 	}
 	if h := j.Holder; h != nil {
-		out.Holder = &holderJSON{Owner: h.Owner, Replica: h.Replica, Fence: uint64(h.Fence), Lease: h.Lease,
+		out.Holder = &holderJSON{Owner: h.Owner, Replica: h.Replica, Fence: uint64(h.Fence), LeaseHash: h.LeaseHash,
 			AcquiredAt: utc(h.AcquiredAt), ExpiresAt: utc(h.ExpiresAt), LeftMs: h.Left.Milliseconds()}
 	}
 	out.LastRun = toRunJSON(j.LastRun)
@@ -179,6 +179,6 @@ func toRunJSON(r *inspect.Run) *runJSON {
 }
 
 func toReleaseJSON(info lease.Info) releaseJSON {
-	return releaseJSON{Owner: info.Owner, Fence: uint64(info.Fence), Lease: lease.ShortID(info.IDHash),
+	return releaseJSON{Owner: info.Owner, Fence: uint64(info.Fence), LeaseHash: lease.ShortID(info.IDHash),
 		AcquiredAt: utc(info.AcquiredAt), ExpiresAt: utc(info.ExpiresAt)}
 }
