@@ -123,7 +123,7 @@ func runJobs(ctx context.Context, s *session, _ string) error {
 	for _, j := range jobs {
 		running := "-"
 		if h := j.Holder; h != nil {
-			running = holderName(h) + " (" + span(h.Left) + " left)"
+			running = holderName(h) + " (" + left(h.Left) + ")"
 		}
 		last := "-"
 		if r := j.LastRun; r != nil {
@@ -205,7 +205,11 @@ func writeJob(s *session, j inspect.Job) error {
 	t.row("replicas:", fmt.Sprintf("%d: %s", len(j.Registrations), strings.Join(j.Replicas(), ", ")))
 	if h := j.Holder; h != nil {
 		t.row("running on:", fmt.Sprintf("%s (holder %s), fence %d", holderName(h), h.Owner, uint64(h.Fence)))
-		t.row("", fmt.Sprintf("since %s, %s left on its lease", at(h.AcquiredAt, now), span(h.Left)))
+		lease := left(h.Left) + " on its lease"
+		if h.Left <= 0 {
+			lease = "its lease expiring"
+		}
+		t.row("", fmt.Sprintf("since %s, %s", at(h.AcquiredAt, now), lease))
 	} else {
 		t.row("running on:", "-")
 	}
@@ -336,7 +340,7 @@ func runTrigger(ctx context.Context, s *session, name string) error {
 			if res.Run != nil {
 				took = " in " + span(res.Run.Duration)
 			}
-			line := fmt.Sprintf("%s ran%s: %s%s", clean(name), clean(where), res.Outcome, took)
+			line := fmt.Sprintf("%s ran%s: %s%s", clean(name), clean(where), clean(res.Outcome), took)
 			if res.Error != "" {
 				line += ": " + clean(res.Error)
 			}
@@ -367,4 +371,13 @@ func runRelease(ctx context.Context, s *session, name string) error {
 		clean(name), clean(info.Owner), uint64(info.Fence), clock(info.AcquiredAt, now))
 	fmt.Fprintln(s.env.stdout, "the holder is not stopped: it learns at its next renewal; until then it may run beside a new run, and only fenced writes are safe from it")
 	return nil
+}
+
+// left says how long a lease has: "1.8s left", or "expiring" once its
+// expiry passed (it stays live lease.ExpiryTolerance longer).
+func left(d time.Duration) string {
+	if d <= 0 {
+		return "expiring"
+	}
+	return span(d) + " left"
 }

@@ -384,3 +384,49 @@ func TestCLI_WrongTypesInRedis(t *testing.T) {
 	}
 	assert.True(t, regexp.MustCompile(`^cronguard: `).MatchString(r.stderr))
 }
+
+// Two replicas that register report with different schedules: jobs notes
+// the conflict and says who has what, job lists the registrations, and
+// the JSON has both.
+func TestCLI_Conflict(t *testing.T) {
+	f := newTestFleet(t)
+	ok := func(context.Context) error { return nil }
+	f.start(t, "replica-a", func(s *scheduler.Scheduler) error {
+		return s.Register("report", scheduler.Cron("*/5 * * * * *"), ok)
+	})
+	f.start(t, "replica-b", func(s *scheduler.Scheduler) error {
+		return s.Register("report", scheduler.Every(2*time.Second), ok)
+	})
+	f.waitReplicas(t, "replica-a", "replica-b")
+	for _, id := range []string{"replica-a", "replica-b"} {
+		f.events.waitFor(t, id+" reports the conflict", func(e scheduler.Event) bool {
+			return e.Kind == scheduler.EventConflict && e.Instance == id
+		})
+	}
+
+	r := f.cli(t, "jobs")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Regexp(t, `conflict$`, lineOf(t, r.stdout, "report "))
+	assert.Contains(t, r.stdout, "\nconflict: the replicas registered report differently: replica-a has cron(\"*/5 * * * * *\"); replica-b has every(2s) (cronguard job report shows each)\n")
+
+	r = f.cli(t, "job", "report")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nconflict: the replicas registered this job differently:\n")
+	assert.Regexp(t, `^REPLICA\s+SCHEDULE\s+LEASE KEY\s+FINGERPRINT$`, lineOf(t, r.stdout, "REPLICA"))
+	assert.Regexp(t, `^replica-a\s+cron\("\*/5 \* \* \* \* \*"\)\s+job:report\s+\S+$`, lineOf(t, r.stdout, "replica-a "))
+	assert.Regexp(t, `^replica-b\s+every\(2s\)\s+job:report\s+\S+$`, lineOf(t, r.stdout, "replica-b "))
+
+	r = f.cli(t, "job", "report", "--json")
+	var j jobJSON
+	decode(t, r.stdout, &j)
+	assert.True(t, j.Conflict)
+	require.Len(t, j.Registrations, 2)
+	assert.NotEqual(t, j.Registrations[0].Fingerprint, j.Registrations[1].Fingerprint)
+	assert.Equal(t, "every(2s)", j.Registrations[1].Schedule)
+}
+
+func TestLeft(t *testing.T) {
+	assert.Equal(t, "1.8s left", left(1800*time.Millisecond))
+	assert.Equal(t, "expiring", left(0))
+	assert.Equal(t, "expiring", left(-300*time.Millisecond))
+}
