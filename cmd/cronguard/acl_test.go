@@ -104,7 +104,7 @@ func TestCLI_ACL(t *testing.T) {
 		}
 		assert.Empty(t, aclDenials(t, f.admin, "cg-read", harmlessDenials...), "Redis refused the reads nothing")
 
-		for _, args := range [][]string{{"pause", "report", "--note", "x"}, {"resume", "report"}, {"trigger", "tick"}, {"release", "rebuild", "--force"}} {
+		for _, args := range [][]string{{"pause", "report", "--note", "x"}, {"resume", "report"}, {"trigger", "report"}, {"release", "rebuild", "--force"}} {
 			r := cg(t, args...)
 			assert.Equal(t, exitFailed, r.code, "%v", args)
 			assert.Contains(t, r.stderr, "not authorized", "%v", args)
@@ -114,6 +114,10 @@ func TestCLI_ACL(t *testing.T) {
 		decode(t, r.stdout, &j)
 		assert.Nil(t, j.Paused, "the read-only user changed nothing")
 		assert.Zero(t, j.PendingTriggers)
+		r = f.cli(t, "job", "rebuild", "--json")
+		j = jobJSON{}
+		decode(t, r.stdout, &j)
+		assert.NotNil(t, j.Holder, "rebuild's lease is still held")
 	})
 
 	t.Run("OperatorUser", func(t *testing.T) {
