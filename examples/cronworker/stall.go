@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -61,11 +62,14 @@ func (s *stall) claim(now, occurrence time.Time) bool {
 	return true
 }
 
-// freezableStore is a replica's lease.Store that can be frozen: while it is,
-// every call hangs until the freeze ends or the call's context is done,
-// like a connection that forwards nothing.
+// freezableStore is a replica's lease store that can be frozen: while it
+// is, every lease call (acquire, extend, release) hangs until the freeze
+// ends or the call's context is done, like a connection that forwards
+// nothing. It is a fleet.Store, so that the replicas take part in the
+// control plane (registry, run status, pause, triggers) and cronguard
+// (cmd/cronguard) sees them; the control plane's own calls are not frozen.
 type freezableStore struct {
-	lease.Store
+	fleet.Store
 
 	mu     sync.Mutex
 	thawed chan struct{} // closed when the current freeze ends; nil: not frozen
@@ -129,4 +133,13 @@ func (s *freezableStore) Release(ctx context.Context, id string) error {
 		return err
 	}
 	return s.Store.Release(ctx, id)
+}
+
+// ReleaseWithStatus is fleet.Store's release with the run's status, frozen
+// like Release.
+func (s *freezableStore) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.Status) (int, error) {
+	if err := s.wait(ctx, "release"); err != nil {
+		return 0, err
+	}
+	return s.Store.ReleaseWithStatus(ctx, l, st)
 }

@@ -1,0 +1,221 @@
+package inspect_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/inspect"
+	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/scheduler"
+)
+
+// schedulerLeaseCommands are the lease user's grants (docs/redis-acl.md,
+// "Leases alone"; proven by lease/redis's TestStore_ACL), and
+// schedulerFleetCommands what a scheduler adds for the pause check and the
+// control plane ("Schedulers").
+var (
+	schedulerLeaseCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+incrby"}
+	schedulerFleetCommands = []string{"+exists", "+lpop", "+llen", "+lrange", "+zadd", "+zrem", "+zremrangebyscore", "+zrange", "+mget", "+publish", "+subscribe"}
+)
+
+// schedulerACL returns the ACL SETUSER rules (after the user name) of a
+// scheduler user under prefix, with the channel or without.
+func schedulerACL(prefix string, channel bool, commands []string) []string {
+	rules := []string{"on", ">secret", "resetkeys", "~" + prefix + ":*", "resetchannels"}
+	if channel {
+		rules = append(rules, "&"+prefix+":control")
+	}
+	rules = append(rules, "-@all")
+	return append(rules, commands...)
+}
+
+// harmlessDenials are what rueidis sends and works without (see
+// docs/redis-acl.md): the cluster probe at connect, and the clean-up of a
+// connection that subscribed.
+var harmlessDenials = []string{"cluster|slots", "unsubscribe", "punsubscribe", "sunsubscribe", "discard"}
+
+// TestScheduler_ACL runs a scheduler replica as a Redis user with exactly
+// the documented grants, through everything a scheduler does with Redis;
+// and, without each grant a scheduler adds to the lease user's, shows that
+// Redis refuses it something.
+func TestScheduler_ACL(t *testing.T) {
+	f := newLiveFleet(t)
+	full := append(slices.Clone(schedulerLeaseCommands), append(slices.Clone(schedulerFleetCommands), "+ping")...)
+
+	t.Run("DocumentedLine", func(t *testing.T) {
+		doc, err := os.ReadFile(filepath.Join("..", "docs", "redis-acl.md"))
+		require.NoError(t, err)
+		want := "ACL SETUSER cronguard " + strings.Join(schedulerACL("cronguard", true, full), " ")
+		assert.Contains(t, string(doc), want, "docs/redis-acl.md states the line this test proves")
+	})
+
+	t.Run("Documented", func(t *testing.T) {
+		user := "cg-sched"
+		aclSetUser(t, f.admin, user, schedulerACL(f.prefix, true, full))
+		aclScenario(t, f, user, true)
+		assert.Empty(t, aclDenials(t, f.admin, user, harmlessDenials...), "Redis refused the scheduler nothing")
+	})
+
+	missing := slices.Clone(schedulerFleetCommands)
+	missing = append(missing, "&channel")
+	for _, gone := range missing {
+		t.Run("Missing"+strings.ToUpper(strings.TrimLeft(gone, "+&")), func(t *testing.T) {
+			t.Parallel()
+			user := "cg-sched-no-" + strings.TrimLeft(gone, "+&")
+			channel := gone != "&channel"
+			cmds := slices.DeleteFunc(slices.Clone(full), func(c string) bool { return c == gone })
+			aclSetUser(t, f.admin, user, schedulerACL(f.prefix, channel, cmds))
+			aclScenario(t, f, user, false)
+			object := strings.TrimPrefix(gone, "+")
+			if !channel {
+				object = f.prefix + ":control"
+			}
+			waitUntil(t, "Redis refuses "+object+" to "+user, func() bool {
+				return slices.Contains(aclDenials(t, f.admin, user), object)
+			})
+		})
+	}
+}
+
+// aclScenario runs a replica as user through a scheduled run, a paused
+// occurrence, a trigger, a trigger found after a restored subscription,
+// and a shutdown. With strict, every step must work and the scheduler must
+// log no warning; without, each step is given a bounded time and the
+// scenario goes on.
+func aclScenario(t *testing.T, f *liveFleet, user string, strict bool) {
+	t.Helper()
+	ctx := t.Context()
+	step := func(what string, done func() bool) {
+		t.Helper()
+		if strict {
+			waitUntil(t, what, done)
+			return
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for !done() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{f.redis.Addr}, DisableCache: true,
+		Username: user, Password: "secret"})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	store, err := leaseredis.New(client, leaseredis.WithPrefix(f.prefix))
+	require.NoError(t, err)
+	warnings := &syncBuffer{}
+	job := "acl-" + user
+	s, err := scheduler.New(store, scheduler.WithInstanceID(user), scheduler.WithRegistryRefresh(liveRefresh),
+		scheduler.WithObserver(f.events.add),
+		scheduler.WithLogger(slog.New(slog.NewTextHandler(warnings, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	require.NoError(t, err)
+	require.NoError(t, s.Register(job, scheduler.Every(time.Second), func(ctx context.Context) error { return nil }))
+	require.NoError(t, s.Start())
+	stopped := false
+	shutdown := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := s.Shutdown(sctx); strict {
+			require.NoError(t, err)
+		}
+	}
+	t.Cleanup(shutdown)
+	has := func(keep func(scheduler.Event) bool) func() bool {
+		return func() bool { return len(f.events.match(keep)) > 0 }
+	}
+	key := "job:" + job
+
+	step("registered", func() bool {
+		rs, err := f.in.Replicas(ctx)
+		return err == nil && slices.ContainsFunc(rs, func(r fleet.Replica) bool { return r.ID == user })
+	})
+	step("subscribed", func() bool {
+		n, err := f.admin.Do(ctx, f.admin.B().PubsubNumsub().Channel(f.prefix+":control").Build()).AsIntMap()
+		return err == nil && n[f.prefix+":control"] > 0
+	})
+	step("a scheduled run released", has(func(e scheduler.Event) bool {
+		return e.Job == job && e.Kind == scheduler.EventReleased && e.Trigger == ""
+	}))
+	require.NoError(t, f.store.SetPause(ctx, key, fleet.Pause{By: "test", Note: "acl"}))
+	step("an occurrence skipped as paused", has(func(e scheduler.Event) bool {
+		return e.Job == job && e.Kind == scheduler.EventSkipped && e.Reason == scheduler.SkipPaused
+	}))
+	_, err = f.store.ClearPause(ctx, key)
+	require.NoError(t, err)
+	if strict {
+		res, err := f.in.Trigger(ctx, job, "test", inspect.WithWait(waitBound))
+		require.NoError(t, err)
+		require.True(t, res.Succeeded(), "the trigger ran, and its end was announced")
+	} else {
+		_, _ = f.store.AddTrigger(ctx, key, "test", time.Minute)
+		step("a triggered run released", has(func(e scheduler.Event) bool {
+			return e.Job == job && e.Kind == scheduler.EventReleased && e.Trigger != ""
+		}))
+	}
+
+	// A trigger queued without an announcement is found after the
+	// subscription is restored.
+	now := f.storeNow(t)
+	id := "resync-" + user
+	entry := fmt.Sprintf("%d|%d|%s", now.Add(time.Minute).UnixMilli(), now.UnixMilli(), id)
+	queue := f.prefix + ":trigger:{" + f.prefix + ":" + key + "}"
+	require.NoError(t, f.admin.Do(ctx, f.admin.B().Rpush().Key(queue).Element(entry).Build()).Error())
+	_ = f.admin.Do(ctx, f.admin.B().ClientKill().TypePubsub().User(user).Build()).Error() // none when it never subscribed
+	step("the queued trigger run after the resync", has(func(e scheduler.Event) bool {
+		return e.Job == job && e.Kind == scheduler.EventStarted && e.Trigger == id
+	}))
+
+	shutdown()
+	step("dropped from the registry", func() bool {
+		rs, err := f.in.Replicas(ctx)
+		return err == nil && !slices.ContainsFunc(rs, func(r fleet.Replica) bool { return r.ID == user })
+	})
+	if strict {
+		assert.Empty(t, warnings.String(), "the scheduler logged no warning")
+		assert.Empty(t, f.events.match(func(e scheduler.Event) bool {
+			return e.Instance == user && (e.Kind == scheduler.EventAcquireFailed || e.Kind == scheduler.EventAcquireRetrying)
+		}))
+	}
+}
+
+// aclSetUser creates (or replaces) user with rules.
+func aclSetUser(t *testing.T, admin rueidis.Client, user string, rules []string) {
+	t.Helper()
+	require.NoError(t, admin.Do(t.Context(), admin.B().AclDeluser().Username(user).Build()).Error())
+	require.NoError(t, admin.Do(t.Context(), admin.B().AclSetuser().Username(user).Rule(rules...).Build()).Error())
+}
+
+// aclDenials returns what Redis refused user (ACL LOG: command names, or
+// key or channel names), leaving out except.
+func aclDenials(t *testing.T, admin rueidis.Client, user string, except ...string) []string {
+	t.Helper()
+	entries, err := admin.Do(t.Context(), admin.B().AclLog().Count(1000).Build()).ToArray()
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		m, err := e.AsMap()
+		require.NoError(t, err)
+		username, object := m["username"], m["object"]
+		name, _ := username.ToString()
+		obj, _ := object.ToString()
+		if name == user && !slices.Contains(except, obj) {
+			out = append(out, obj)
+		}
+	}
+	return out
+}

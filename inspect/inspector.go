@@ -1,0 +1,158 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// DefaultConcurrency is how many job state reads Jobs keeps in flight at
+// once unless WithConcurrency says otherwise.
+const DefaultConcurrency = 16
+
+// MaxConcurrency bounds WithConcurrency.
+const MaxConcurrency = 256
+
+// Inspector reads and steers a fleet of schedulers through the store they
+// share. It is safe for concurrent use; it holds no connection of its own
+// and starts no goroutine that outlives a call.
+type Inspector struct {
+	store       fleet.Store
+	log         *slog.Logger
+	concurrency int
+}
+
+// Option configures an Inspector. Options validate their input; New
+// returns the first error.
+type Option func(*config) error
+
+type config struct {
+	log         *slog.Logger
+	concurrency int
+}
+
+// WithLogger sets the logger that records the commands that change the
+// fleet (pause, resume, trigger at info, force-release at warn), with who
+// asked. Default: slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalid("WithLogger", "logger must not be nil")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithConcurrency sets how many job state reads Jobs keeps in flight at
+// once, from 1 to MaxConcurrency. Default: DefaultConcurrency (16).
+func WithConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxConcurrency {
+			return invalid("WithConcurrency", "n must be from 1 to %d, got %d", MaxConcurrency, n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// New returns an Inspector of the fleet whose control plane store keeps
+// (lease/redis, lease/memory). It does no I/O.
+func New(store fleet.Store, opts ...Option) (*Inspector, error) {
+	if store == nil {
+		return nil, invalid("New", "store must not be nil")
+	}
+	c := config{log: slog.Default(), concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("New", "option must not be nil")
+		}
+		if err := opt(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &Inspector{store: store, log: c.log, concurrency: c.concurrency}, nil
+}
+
+// Replicas returns the live replicas' registry entries, sorted by ID: one
+// store read (lease/redis: TIME and ZRANGE in one round trip, then one
+// MGET of the entries). An entry lives three refresh periods after its
+// replica's last refresh (scheduler.WithRegistryRefresh, 5s by default),
+// so a replica that died is listed for up to 15s; one that shut down
+// cleanly is gone at once.
+func (in *Inspector) Replicas(ctx context.Context) ([]fleet.Replica, error) {
+	rs, err := in.store.Replicas(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: replicas: %w", err)
+	}
+	return rs, nil
+}
+
+// registrations returns every live replica's registration of each job,
+// by job name, in replica ID order, and the names sorted.
+func registrations(replicas []fleet.Replica) (map[string][]Registration, []string) {
+	replicas = slices.Clone(replicas)
+	slices.SortFunc(replicas, func(a, b fleet.Replica) int { return strings.Compare(a.ID, b.ID) })
+	by := map[string][]Registration{}
+	var names []string
+	for _, r := range replicas {
+		for _, j := range r.Jobs {
+			if _, seen := by[j.Name]; !seen {
+				names = append(names, j.Name)
+			}
+			by[j.Name] = append(by[j.Name], Registration{Replica: r.ID, Job: j})
+		}
+	}
+	slices.Sort(names)
+	return by, names
+}
+
+// resolve finds name among the live replicas' jobs: its registrations, or
+// ErrUnknownJob.
+func (in *Inspector) resolve(ctx context.Context, op, name string) ([]Registration, []fleet.Replica, error) {
+	if err := checkName(op, name); err != nil {
+		return nil, nil, err
+	}
+	replicas, err := in.store.Replicas(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("inspect: %s %q: %w", op, name, err)
+	}
+	regs, _ := registrations(replicas)
+	if len(regs[name]) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s %q: no live replica has registered it (%d live replicas)", ErrUnknownJob, op, name, len(replicas))
+	}
+	return regs[name], replicas, nil
+}
+
+// checkName checks a job name: non-empty valid UTF-8, as every job name a
+// scheduler registers is.
+func checkName(op, name string) error {
+	if name == "" || !utf8.ValidString(name) {
+		return invalid(op, "job name must be non-empty valid UTF-8")
+	}
+	return nil
+}
+
+// checkBy checks who is asking: non-empty, and a valid holder label
+// (lease.ValidateOwner), which is what the store keeps it as.
+func checkBy(op, by string) error {
+	if by == "" {
+		return invalid(op, "by must name who asks (an operator, a tool), got an empty string")
+	}
+	if err := lease.ValidateOwner(by); err != nil {
+		return fmt.Errorf("inspect: %s: by: %w", op, err)
+	}
+	return nil
+}
+
+// invalid returns an error of op wrapping lease.ErrInvalidArgument that
+// names the rule broken.
+func invalid(op, format string, args ...any) error {
+	return fmt.Errorf("inspect: %s: %w: %s", op, lease.ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
