@@ -215,7 +215,7 @@ func work(ctx context.Context, c config, stdout io.Writer, logs slog.Handler) (b
 			}
 		}
 		r, err := newReplica(replicaConfig{
-			name: name, log: slog.New(logs).With(slog.String("replica", name)),
+			name: name, log: slog.New(logs),
 			redis: redis, dbPath: dbPath, fences: fences, stall: st, schedulerOpts: sopts,
 		})
 		if err != nil {

@@ -34,7 +34,7 @@ type replica struct {
 // replicaConfig is what newReplica needs.
 type replicaConfig struct {
 	name   string
-	log    *slog.Logger // already carries the replica attribute
+	log    *slog.Logger // the replica attribute is added here and by the scheduler
 	redis  *redisServer
 	dbPath string
 	fences *fencing.Table
@@ -47,7 +47,10 @@ type replicaConfig struct {
 // newReplica connects the replica to Redis and the database and registers
 // its jobs. It starts nothing; on error it closes what it opened.
 func newReplica(cfg replicaConfig) (_ *replica, err error) {
-	r := &replica{name: cfg.name, log: cfg.log, fences: cfg.fences, stall: cfg.stall}
+	// The scheduler names the replica in its records (WithInstanceID); the
+	// store's and the example's own records get the same attribute here.
+	log := cfg.log.With(slog.String("replica", cfg.name))
+	r := &replica{name: cfg.name, log: log, fences: cfg.fences, stall: cfg.stall}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -56,7 +59,7 @@ func newReplica(cfg replicaConfig) (_ *replica, err error) {
 	if r.client, err = cfg.redis.client(); err != nil {
 		return nil, err
 	}
-	st, err := leaseredis.New(r.client, leaseredis.WithLogger(cfg.log))
+	st, err := leaseredis.New(r.client, leaseredis.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
