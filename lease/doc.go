@@ -11,6 +11,11 @@
 // in process with the same semantics; lease/leasetest is the conformance
 // suite both pass.
 //
+// Lock waits for a locked key. A Store that is a Notifier tells waiters of
+// every release, so Lock wakes at the release (or when the holder's lease
+// runs out) instead of polling; other stores, and stores whose
+// notifications are unavailable, are polled with backoff.
+//
 // # Guarantees
 //
 //   - Mutual exclusion, best effort and time-bounded: at most one lease on a

@@ -5,7 +5,8 @@
 // lease.ReasonExpired), fence counters and round records kept per key for
 // the life of the Store, and the same order of checks on acquire (pause
 // when asked, round claimed, live lease, clock skew; for a trigger
-// acquire, live lease, then a pending trigger).
+// acquire, live lease, then a pending trigger). It is a lease.Notifier:
+// every release wakes the key's watches, in process, at once.
 //
 // A Store is also a fleet.Store, the control plane's storage, again with
 // lease/redis's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,

@@ -32,7 +32,8 @@ type Store struct {
 
 	sweepAt int // len(ids) at which Acquire next drops records past retention
 
-	channel channel // the control channel's subscriptions
+	channel  channel  // the control channel's subscriptions
+	watchers watchers // the watches of released keys (notify.go)
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
@@ -300,10 +301,12 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	return nil
 }
 
-// release ends r, a held lease. The caller holds s.mu.
+// release ends r, a held lease, and wakes the key's watchers. The caller
+// holds s.mu.
 func (s *Store) release(r *record) {
 	s.keys[r.key].cur = nil
 	delete(s.ids, r.id)
+	s.watchers.notify(watched{name: r.key})
 }
 
 // IsLocked implements lease.Store.

@@ -34,6 +34,7 @@ func TestStore_Cluster(t *testing.T) {
 	t.Run("KeysSpanAllNodes", func(t *testing.T) { testClusterKeysSpanAllNodes(t, c, client) })
 	t.Run("FromIDAlone", func(t *testing.T) { testClusterFromIDAlone(t, c, client) })
 	t.Run("SchedulerOncePerOccurrence", func(t *testing.T) { testClusterScheduler(t, c) })
+	t.Run("Notifications", func(t *testing.T) { testClusterNotifications(t, c, client) })
 }
 
 // clusterKeys are user keys with and without braces: a brace in the key
