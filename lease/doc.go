@@ -16,6 +16,11 @@
 // runs out) instead of polling; other stores, and stores whose
 // notifications are unavailable, are polled with backoff.
 //
+// Semaphore admits up to a limit of holders of one name at a time, on a
+// store that is a SemaphoreStore (lease/redis, lease/memory). Holders are
+// Leases with the semaphore's own fences; Semaphore.Acquire waits as Lock
+// does.
+//
 // # Guarantees
 //
 //   - Mutual exclusion, best effort and time-bounded: at most one lease on a

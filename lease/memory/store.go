@@ -32,8 +32,9 @@ type Store struct {
 
 	sweepAt int // len(ids) at which Acquire next drops records past retention
 
-	channel  channel  // the control channel's subscriptions
-	watchers watchers // the watches of released keys (notify.go)
+	channel    channel               // the control channel's subscriptions
+	watchers   watchers              // the watches of released keys and semaphores (notify.go)
+	semaphores map[string]*semaphore // semaphore name -> its holders and fence (semaphore.go)
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
@@ -65,6 +66,8 @@ func New(opts ...Option) (*Store, error) {
 		registry: registry{entries: make(map[string]*replicaEntry)},
 		sweepAt:  minSweep,
 		channel:  channel{subs: make(map[*subscription]struct{})},
+
+		semaphores: make(map[string]*semaphore),
 	}
 	for _, opt := range opts {
 		if opt == nil {

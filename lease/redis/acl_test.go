@@ -33,6 +33,11 @@ var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del",
 // works, and waiters poll.
 var aclWaitCommands = []string{"+spublish", "+ssubscribe", "+sunsubscribe"}
 
+// aclSemaphoreCommands are what semaphores (lease.Semaphore, the
+// scheduler's concurrency limits) add: their scripts keep holders in a
+// sorted set whose expiry they lengthen.
+var aclSemaphoreCommands = []string{"+zadd", "+zrem", "+zscore", "+zcard", "+zcount", "+zrange", "+zremrangebyscore", "+pttl"}
+
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,
 // and exactly the given commands.
@@ -97,6 +102,27 @@ func TestStore_ACL(t *testing.T) {
 				"the refusal is logged once at warn")
 		})
 	}
+
+	t.Run("SemaphoresAsDocumentedUser", func(t *testing.T) {
+		doc, err := readACLDoc()
+		require.NoError(t, err)
+		assert.Contains(t, doc, strings.Join(aclSemaphoreCommands, " "), "docs/redis-acl.md lists the semaphore grants")
+		client := aclUser(t, admin, srv.redis.Addr, "cg-sem",
+			append(aclWaitRules("~cronguard:*", "&cronguard:*", aclCommands), aclSemaphoreCommands...))
+		leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
+
+	t.Run("SemaphoresNeedTheirGrants", func(t *testing.T) {
+		client := aclUser(t, admin, srv.redis.Addr, "cg-nosem", aclWaitRules("~cronguard:*", "&cronguard:*", aclCommands))
+		st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
+		require.NoError(t, err)
+		_, err = st.AcquireSemaphore(t.Context(), "exports", 2, time.Second)
+		require.ErrorIs(t, err, lease.ErrAuth)
+	})
 
 	t.Run("WithReplicaAckNeedsWait", func(t *testing.T) {
 		client := aclUser(t, admin, srv.redis.Addr, "cg-nowait", aclRules("~cronguard:*", aclCommands))

@@ -129,6 +129,19 @@
 // replica running an older release script does not publish either; its
 // waiters then wake at that time too.
 //
+// # Semaphores
+//
+// The Store is a lease.SemaphoreStore. A semaphore's name gives a hash tag
+// S as a key does, and its keys are P:sem:{S}, a sorted set of holder IDs
+// scored by their expiry (server ms; it expires with its longest-lived
+// holder), and P:sem:{S}:fence, its fence counter (never expires). The
+// acquire script drops the holders that stopped being live, counts the
+// rest, and adds the new one only below the limit; extend and release act
+// on one holder by ID; a release publishes on the channel P:sem:{S}, which
+// Semaphore.Acquire's waiters watch. Both keys and the channel are in one
+// slot, so semaphores work on Redis Cluster. An acquire whose outcome is
+// unknown removes its holder again before it returns.
+//
 // # Least-privilege ACL
 //
 // The store sends EVALSHA (and EVAL after a script cache flush) on keys
@@ -139,7 +152,8 @@
 //	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels &P:* -@all +evalsha +eval +time +get +set +del +pexpire +incr +incrby +ping +spublish +ssubscribe +sunsubscribe
 //
 // The channels and the last three commands are for release notifications
-// (below); without them everything works and waiters poll. Add
-// +cluster|slots +cluster|shards on Redis Cluster, and +wait with
-// WithReplicaAck. docs/redis-acl.md explains each grant.
+// (above); without them everything works and waiters poll. Add
+// +zadd +zrem +zscore +zcard +zcount +zrange +zremrangebyscore +pttl for
+// semaphores, +cluster|slots +cluster|shards on Redis Cluster, and +wait
+// with WithReplicaAck. docs/redis-acl.md explains each grant.
 package redis
