@@ -33,6 +33,8 @@ type lockConfig struct {
 	initial, maxBackoff time.Duration
 	acquire             []AcquireOption
 	clock               clockwork.Clock
+	fair                bool          // WithFairness
+	entryTTL            time.Duration // WithQueueEntryTTL; 0: DefaultQueueEntryTTL
 }
 
 // WithMaxWait bounds how long Lock waits for a locked key, measured from the
@@ -113,6 +115,10 @@ func WithLockClock(clock clockwork.Clock) LockOption {
 //     takes over an expiring lease promptly; a lease released early is
 //     noticed at the next attempt.
 //
+// With WithFairness, waiters are served in arrival order through a queue
+// the store keeps (a FairStore); each waiter also attempts at least every
+// third of its queue entry's TTL, to keep its place.
+//
 // Lock makes its last attempt when the max wait (WithMaxWait, default 5s)
 // has passed and then fails with an error wrapping ErrAcquireTimeout and
 // the last ErrLocked. If ctx ends first, the error wraps the context's
@@ -124,6 +130,9 @@ func Lock(ctx context.Context, store Store, key string, ttl time.Duration, opts 
 	c, err := resolveLock(ctx, store, opts)
 	if err != nil {
 		return nil, err
+	}
+	if c.fair {
+		return lockFair(ctx, store, key, ttl, c)
 	}
 	p := waitPlan{
 		attempt: func(ctx context.Context) (*Lease, error) { return store.Acquire(ctx, key, ttl, c.acquire...) },

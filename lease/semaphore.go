@@ -123,6 +123,9 @@ func (s *Semaphore) Acquire(ctx context.Context, ttl time.Duration, opts ...Lock
 	if len(c.acquire) > 0 {
 		return nil, invalid("semaphore: acquire options do not apply to a semaphore")
 	}
+	if c.fair {
+		return nil, invalid("semaphore: WithFairness does not apply to a semaphore")
+	}
 	return waitFor(ctx, c, waitPlan{
 		attempt: func(ctx context.Context) (*Lease, error) { return s.TryAcquire(ctx, ttl) },
 		watch:   func(ctx context.Context) (Watch, error) { return s.store.WatchSemaphore(ctx, s.name) },

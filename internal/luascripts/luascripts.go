@@ -109,6 +109,16 @@ var SemaphoreRelease string
 //go:embed semaphore_held.lua
 var SemaphoreHeld string
 
+// AcquireQueued is one attempt of a fair waiter; see acquire_queued.lua.
+//
+//go:embed acquire_queued.lua
+var AcquireQueued string
+
+// QueueLeave takes a waiter out of a key's queue; see queue_leave.lua.
+//
+//go:embed queue_leave.lua
+var QueueLeave string
+
 // ToleranceMs is the liveness tolerance, in milliseconds, written as
 // TOLERANCE_MS into every script that judges liveness by the clock: a lease
 // is live while expiresAtMs > now - ToleranceMs. It equals
@@ -137,5 +147,7 @@ func All() map[string]string {
 		"semaphore_extend.lua":  SemaphoreExtend,
 		"semaphore_release.lua": SemaphoreRelease,
 		"semaphore_held.lua":    SemaphoreHeld,
+		"acquire_queued.lua":    AcquireQueued,
+		"queue_leave.lua":       QueueLeave,
 	}
 }

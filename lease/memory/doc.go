@@ -9,7 +9,7 @@
 // every release wakes the key's watches, in process, at once. It is a
 // lease.SemaphoreStore too, with lease/redis's rules (holders live as
 // leases do, dropped by the next acquire once not live; a fence counter
-// per semaphore).
+// per semaphore), and a lease.FairStore (a queue of waiters per key).
 //
 // A Store is also a fleet.Store, the control plane's storage, again with
 // lease/redis's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,

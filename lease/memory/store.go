@@ -35,6 +35,7 @@ type Store struct {
 	channel    channel               // the control channel's subscriptions
 	watchers   watchers              // the watches of released keys and semaphores (notify.go)
 	semaphores map[string]*semaphore // semaphore name -> its holders and fence (semaphore.go)
+	queues     map[string][]place    // normalized key -> its fair waiters, oldest first (fair.go)
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
@@ -68,6 +69,7 @@ func New(opts ...Option) (*Store, error) {
 		channel:  channel{subs: make(map[*subscription]struct{})},
 
 		semaphores: make(map[string]*semaphore),
+		queues:     make(map[string][]place),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -179,6 +181,10 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	l.Round, l.PrevRound = o.Round, prev
 	return lease.Attach(s, l), nil
 }
+
+// errQueuedOptions is the cause of a queued acquire given options it
+// does not take.
+var errQueuedOptions = fmt.Errorf("%w: a queued acquire claims no round, honours no pause and runs no trigger", lease.ErrInvalidArgument)
 
 // errFenceOverflow is the cause of an acquire refused because the key's
 // fence counter reached maxFence.

@@ -38,6 +38,10 @@ var aclWaitCommands = []string{"+spublish", "+ssubscribe", "+sunsubscribe"}
 // sorted set whose expiry they lengthen.
 var aclSemaphoreCommands = []string{"+zadd", "+zrem", "+zscore", "+zcard", "+zcount", "+zrange", "+zremrangebyscore", "+pttl"}
 
+// aclFairCommands are what fair waiters (lease.WithFairness) add: their
+// scripts keep a key's queue in a list and a hash of expiries.
+var aclFairCommands = []string{"+hset", "+hget", "+hdel", "+rpush", "+lpop", "+lindex", "+lrem", "+llen", "+pttl"}
+
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,
 // and exactly the given commands.
@@ -110,6 +114,19 @@ func TestStore_ACL(t *testing.T) {
 		client := aclUser(t, admin, srv.redis.Addr, "cg-sem",
 			append(aclWaitRules("~cronguard:*", "&cronguard:*", aclCommands), aclSemaphoreCommands...))
 		leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
+
+	t.Run("FairAsDocumentedUser", func(t *testing.T) {
+		doc, err := readACLDoc()
+		require.NoError(t, err)
+		assert.Contains(t, doc, strings.Join(aclFairCommands, " "), "docs/redis-acl.md lists the fair queue's grants")
+		client := aclUser(t, admin, srv.redis.Addr, "cg-fair",
+			append(aclWaitRules("~cronguard:*", "&cronguard:*", aclCommands), aclFairCommands...))
+		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
 			st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
 			require.NoError(t, err)
 			return leasetest.Env{Store: st, Wait: time.Sleep}

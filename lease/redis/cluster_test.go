@@ -43,6 +43,13 @@ func TestStore_Cluster(t *testing.T) {
 		})
 	})
 	t.Run("SemaphoreWaiters", func(t *testing.T) { testClusterSemaphores(t, c, client) })
+	t.Run("FairConformance", func(t *testing.T) {
+		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix(uniquePrefix()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
 }
 
 // clusterKeys are user keys with and without braces: a brace in the key

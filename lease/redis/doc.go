@@ -142,6 +142,20 @@
 // slot, so semaphores work on Redis Cluster. An acquire whose outcome is
 // unknown removes its holder again before it returns.
 //
+// # Fair queues
+//
+// The Store is a lease.FairStore (lease.WithFairness). A key's queue of
+// waiters lives in the key's slot: P:queue:{G}, a list of tickets in
+// arrival order, and P:queue:{G}:exp, a hash of each ticket's expiry
+// (server ms); both expire with the longest-lived place. One script keeps
+// a waiter's place (appending its ticket the first time, moving its expiry
+// every time), drops the dead tickets at the head, and takes the lease
+// only if the key is free and the ticket is at the head. A lease so taken
+// is an ordinary one: releasing it publishes on the key's channel, which
+// wakes the queue; a waiter that leaves from the head publishes too.
+// Store.Acquire does not read the queue, so a plain acquire costs nothing
+// more, and is not held back by it.
+//
 // # Least-privilege ACL
 //
 // The store sends EVALSHA (and EVAL after a script cache flush) on keys
@@ -154,6 +168,7 @@
 // The channels and the last three commands are for release notifications
 // (above); without them everything works and waiters poll. Add
 // +zadd +zrem +zscore +zcard +zcount +zrange +zremrangebyscore +pttl for
-// semaphores, +cluster|slots +cluster|shards on Redis Cluster, and +wait
+// semaphores, +hset +hget +hdel +rpush +lpop +lindex +lrem +llen +pttl for
+// fair waiters, +cluster|slots +cluster|shards on Redis Cluster, and +wait
 // with WithReplicaAck. docs/redis-acl.md explains each grant.
 package redis
