@@ -70,10 +70,12 @@ var Version = func() string {
 
 const modulePath = "github.com/cronguard/cronguard"
 
-// startControlPlane publishes this replica, subscribes to the control
-// channel and starts the registry goroutine; it does nothing when the store
-// is not a fleet.Store. A store that cannot be reached now is tried again
-// by the goroutine.
+// startControlPlane sets s.control and starts the registry goroutine,
+// which publishes this replica and subscribes to the control channel; it
+// does nothing when the store is not a fleet.Store or the control plane is
+// off. A store that cannot be reached now is tried again by the goroutine.
+// start calls it, with s.mu held, before any job can fire: runs read
+// s.control without a lock.
 func (s *Scheduler) startControlPlane() {
 	fs, ok := s.store.(fleet.Store)
 	if !ok || s.cfg.registryRefresh < 0 {

@@ -208,7 +208,6 @@ func (s *Scheduler) Start() error {
 	if err != nil {
 		return err
 	}
-	s.startControlPlane()
 	for _, j := range jobs {
 		s.catchUp(j) // queues at most one acquire per job, never waits
 	}
@@ -242,6 +241,8 @@ func (s *Scheduler) start() ([]*job, error) {
 			return nil, err
 		}
 	}
+	// Before any firing: runs read s.control without a lock.
+	s.startControlPlane()
 	g.Start()
 	s.cron, s.started = g, true
 	s.startWorkersLocked()
