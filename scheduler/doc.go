@@ -73,15 +73,26 @@
 //
 // Daylight saving time is a property of the schedule alone: see Cron.
 //
-// Overlap policy "skip": the lease is the job's, not the occurrence's. While
-// one occurrence of a job runs anywhere, later occurrences of that job are
-// skipped everywhere (SkipLocked on other replicas; the next winner reports
-// them missed). A replica never runs two of a job at once: while a run of
+// Overlap policy: the lease is the job's, not the occurrence's. While one
+// occurrence of a job runs anywhere, later occurrences of that job are
+// skipped everywhere by default (OverlapSkip: SkipLocked on other replicas;
+// the next winner reports them missed). With WithOverlap(OverlapBufferOne)
+// an occurrence that finds the job running waits for the run to end, woken
+// by its release, up to the job's next occurrence, then claims its round
+// and runs once: a job that outlasts its interval runs back to back. A
+// replica never runs two of a job at once: while a run of
 // the job still executes on it after its lease stopped being renewed (it
 // timed out, or its lease was lost), its later firings are skipped there
 // (SkipRunning) and another replica may run them; and a run that returns
 // after its lease could no longer be trusted is logged ("run outlived its
 // lease").
+//
+// Concurrency limits: jobs registered with the same
+// WithConcurrencyLimit(name, n) run at most n at once across the fleet, on
+// a semaphore in the lease store (lease.Semaphore). A won occurrence takes
+// a slot before its job is called, waiting for one (woken by releases) up
+// to its next occurrence; one that finds none in time is skipped with
+// SkipConcurrencyLimit and runs nowhere.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has

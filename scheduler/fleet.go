@@ -45,8 +45,17 @@ type controlPlane struct {
 // register one name with different fingerprints disagree on when or how it
 // runs.
 func (j *job) fingerprint() string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
-		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp))
+	b := fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
+		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp)
+	// Options added later count only when set, so that a job without them
+	// keeps the fingerprint older versions give it.
+	if j.overlap != OverlapSkip {
+		b = fmt.Appendf(b, "|overlap=%d", int(j.overlap))
+	}
+	if j.limitSpec != nil {
+		b = fmt.Appendf(b, "|limit=%q/%d", j.limitSpec.name, j.limitSpec.n)
+	}
+	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
