@@ -22,54 +22,58 @@
 --                      expires unless it acts)
 --   {-9}               unreadable record or fence counter
 --
--- The ticket is appended if it is not queued, and its expiry set to now +
--- ARGV[7] either way; both keys live as long as the longest place (their
--- PX only lengthens). Tickets at the head whose place expired (a waiter
--- that died) or that left are dropped, at most 100 per call. A ticket
--- dropped that way and seen again is queued anew, at the end. The fence
--- and the record follow acquire.lua ("prev":0).
+-- A free key with no queue is taken at once (the common case costs one
+-- EXISTS more than acquire.lua). Otherwise the ticket is appended if it is
+-- not queued, and its expiry set to now + ARGV[7] either way; both keys
+-- live as long as the longest place (their PX only lengthens). Tickets at
+-- the head whose place expired (a waiter that died) or that left are
+-- dropped, at most 100 per call. A ticket dropped that way and seen again
+-- is queued anew, at the end. The fence and the record follow acquire.lua
+-- ("prev":0).
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
-local place = tonumber(ARGV[7])
-if redis.call('HSET', KEYS[5], ARGV[6], now + place) == 1 then
-  redis.call('RPUSH', KEYS[4], ARGV[6])
-end
-if redis.call('PTTL', KEYS[4]) < place then
-  redis.call('PEXPIRE', KEYS[4], place)
-  redis.call('PEXPIRE', KEYS[5], place)
-end
-
-local head, headExp
-for _ = 1, 100 do
-  head = redis.call('LINDEX', KEYS[4], 0)
-  if not head then break end
-  headExp = tonumber(redis.call('HGET', KEYS[5], head))
-  if headExp and headExp > now then break end
-  redis.call('LPOP', KEYS[4])
-  if headExp then redis.call('HDEL', KEYS[5], head) end
-  head = nil
-end
-
 local cur = redis.call('GET', KEYS[1])
+local held -- ms until the holder's lease can be taken, if it is live
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))
   if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
     return {-9}
   end
-  if exp > now - TOLERANCE_MS then
-    return {0, exp + TOLERANCE_MS - now}
-  end
-end
-if head ~= ARGV[6] then
-  if head then return {0, math.max(headExp - now, 1)} end
-  return {0, 1} -- more dead tickets ahead than one call drops
+  if exp > now - TOLERANCE_MS then held = exp + TOLERANCE_MS - now end
 end
 
-redis.call('LPOP', KEYS[4])
-redis.call('HDEL', KEYS[5], ARGV[6])
-if redis.call('LLEN', KEYS[4]) == 0 then redis.call('DEL', KEYS[4], KEYS[5]) end
+-- A free key with nobody queued is taken at once, without a place.
+if held or redis.call('EXISTS', KEYS[4]) == 1 then
+  local place = tonumber(ARGV[7])
+  if redis.call('HSET', KEYS[5], ARGV[6], now + place) == 1 then
+    redis.call('RPUSH', KEYS[4], ARGV[6])
+  end
+  if redis.call('PTTL', KEYS[4]) < place then
+    redis.call('PEXPIRE', KEYS[4], place)
+    redis.call('PEXPIRE', KEYS[5], place)
+  end
+  if held then return {0, held} end
+
+  local head, headExp
+  for _ = 1, 100 do
+    head = redis.call('LINDEX', KEYS[4], 0)
+    if not head then break end
+    headExp = tonumber(redis.call('HGET', KEYS[5], head))
+    if headExp and headExp > now then break end
+    redis.call('LPOP', KEYS[4])
+    if headExp then redis.call('HDEL', KEYS[5], head) end
+    head = nil
+  end
+  if head ~= ARGV[6] then
+    if head then return {0, math.max(headExp - now, 1)} end
+    return {0, 1} -- more dead tickets ahead than one call drops
+  end
+  redis.call('LPOP', KEYS[4])
+  redis.call('HDEL', KEYS[5], ARGV[6])
+  if redis.call('LLEN', KEYS[4]) == 0 then redis.call('DEL', KEYS[4], KEYS[5]) end
+end
 
 local fence = redis.call('INCR', KEYS[3])
 local floor = now * 100

@@ -168,3 +168,66 @@ func BenchmarkReleasePublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWaitingScriptCost is BenchmarkScriptCost for the waiting
+// primitives: server µs per operation (INFO commandstats: EVALSHA, which
+// includes the commands a script calls) and commands per operation, for a
+// semaphore holder's acquire and release, and a fair (queued) acquire of a
+// free key and its release. Compare with AcquireRelease/ByLease there.
+func BenchmarkWaitingScriptCost(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	run := func(b *testing.B, op func()) {
+		b.Helper()
+		op() // load the scripts
+		if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for b.Loop() {
+			op()
+			n++
+		}
+		b.StopTimer()
+		stats, err := commandStats(ctx, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cmds int64
+		for name, s := range stats {
+			if name != "config|resetstat" && name != "info" {
+				cmds += s.calls
+			}
+		}
+		b.ReportMetric(stats["evalsha"].usec/float64(n), "script-µs/op")
+		b.ReportMetric(float64(cmds)/float64(n), "cmds/op")
+	}
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	sem, err := lease.NewSemaphore(st, "job:sem", 3)
+	must(err)
+	b.Run("Semaphore/AcquireRelease", func(b *testing.B) {
+		run(b, func() {
+			l, err := sem.TryAcquire(ctx, 30*time.Second)
+			must(err)
+			must(l.Release(ctx))
+		})
+	})
+	b.Run("Fair/AcquireRelease", func(b *testing.B) {
+		run(b, func() {
+			l, err := st.AcquireQueued(ctx, "job:fair", 30*time.Second, lease.NewID(), 3*time.Second)
+			must(err)
+			must(l.Release(ctx))
+		})
+	})
+	b.Run("Plain/AcquireRelease", func(b *testing.B) {
+		run(b, func() {
+			l, err := st.Acquire(ctx, "job:plain", 30*time.Second)
+			must(err)
+			must(l.Release(ctx))
+		})
+	})
+}
