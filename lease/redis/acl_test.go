@@ -40,7 +40,7 @@ var aclSemaphoreCommands = []string{"+zadd", "+zrem", "+zscore", "+zcard", "+zco
 
 // aclFairCommands are what fair waiters (lease.WithFairness) add: their
 // scripts keep a key's queue in a list and a hash of expiries.
-var aclFairCommands = []string{"+hset", "+hget", "+hdel", "+rpush", "+lpop", "+lindex", "+lrem", "+llen", "+pttl"}
+var aclFairCommands = []string{"+exists", "+hset", "+hget", "+hdel", "+rpush", "+lpop", "+lindex", "+lrem", "+llen", "+pttl"}
 
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,

@@ -168,7 +168,7 @@
 // The channels and the last three commands are for release notifications
 // (above); without them everything works and waiters poll. Add
 // +zadd +zrem +zscore +zcard +zcount +zrange +zremrangebyscore +pttl for
-// semaphores, +hset +hget +hdel +rpush +lpop +lindex +lrem +llen +pttl for
+// semaphores, +exists +hset +hget +hdel +rpush +lpop +lindex +lrem +llen +pttl for
 // fair waiters, +cluster|slots +cluster|shards on Redis Cluster, and +wait
 // with WithReplicaAck. docs/redis-acl.md explains each grant.
 package redis
