@@ -24,10 +24,12 @@ import (
 // schedulerLeaseCommands are the lease user's grants (docs/redis-acl.md,
 // "Leases alone"; proven by lease/redis's TestStore_ACL), and
 // schedulerFleetCommands what a scheduler adds for the pause check and the
-// control plane ("Schedulers").
+// control plane ("Schedulers"); schedulerWaitCommands are the lease user's
+// sharded pub/sub grants, with which releases wake waiters.
 var (
 	schedulerLeaseCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+incrby"}
 	schedulerFleetCommands = []string{"+exists", "+lpop", "+llen", "+lrange", "+zadd", "+zrem", "+zremrangebyscore", "+zrange", "+mget", "+publish", "+subscribe"}
+	schedulerWaitCommands  = []string{"+spublish", "+ssubscribe", "+sunsubscribe"}
 )
 
 // schedulerACL returns the ACL SETUSER rules (after the user name) of a
@@ -35,16 +37,17 @@ var (
 func schedulerACL(prefix string, channel bool, commands []string) []string {
 	rules := []string{"on", ">secret", "resetkeys", "~" + prefix + ":*", "resetchannels"}
 	if channel {
-		rules = append(rules, "&"+prefix+":control")
+		rules = append(rules, "&"+prefix+":*")
 	}
 	rules = append(rules, "-@all")
 	return append(rules, commands...)
 }
 
-// harmlessDenials are what rueidis sends and works without (see
-// docs/redis-acl.md): the cluster probe at connect, and the clean-up of a
-// connection that subscribed.
-var harmlessDenials = []string{"cluster|slots", "unsubscribe", "punsubscribe", "sunsubscribe", "discard"}
+// harmlessDenials are what the scheduler works without (see
+// docs/redis-acl.md): rueidis's cluster probe at connect and clean-up of a
+// connection that subscribed, and the store's check of the server's
+// persistence and eviction settings.
+var harmlessDenials = []string{"cluster|slots", "unsubscribe", "punsubscribe", "sunsubscribe", "discard", "config|get"}
 
 // TestScheduler_ACL runs a scheduler replica as a Redis user with exactly
 // the documented grants, through everything a scheduler does with Redis;
@@ -52,7 +55,7 @@ var harmlessDenials = []string{"cluster|slots", "unsubscribe", "punsubscribe", "
 // Redis refuses it something.
 func TestScheduler_ACL(t *testing.T) {
 	f := newLiveFleet(t)
-	full := append(slices.Clone(schedulerLeaseCommands), append(slices.Clone(schedulerFleetCommands), "+ping")...)
+	full := slices.Concat(schedulerLeaseCommands, schedulerFleetCommands, []string{"+ping"}, schedulerWaitCommands)
 
 	t.Run("DocumentedLine", func(t *testing.T) {
 		doc, err := os.ReadFile(filepath.Join("..", "docs", "redis-acl.md"))

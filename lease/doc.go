@@ -11,6 +11,18 @@
 // in process with the same semantics; lease/leasetest is the conformance
 // suite both pass.
 //
+// Lock waits for a locked key. A Store that is a Notifier tells waiters of
+// every release, so Lock wakes at the release (or when the holder's lease
+// runs out) instead of polling; other stores, and stores whose
+// notifications are unavailable, are polled with backoff. With
+// WithFairness, Lock serves a key's waiters in arrival order through a
+// queue the store keeps (a FairStore).
+//
+// Semaphore admits up to a limit of holders of one name at a time, on a
+// store that is a SemaphoreStore (lease/redis, lease/memory). Holders are
+// Leases with the semaphore's own fences; Semaphore.Acquire waits as Lock
+// does.
+//
 // # Guarantees
 //
 //   - Mutual exclusion, best effort and time-bounded: at most one lease on a

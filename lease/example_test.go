@@ -100,3 +100,40 @@ func ExampleWithRoundTime() {
 	// a runs the occurrence
 	// b skips: round already claimed
 }
+
+func ExampleSemaphore() {
+	ctx := context.Background()
+	store, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	// At most two exports at a time, across every process sharing the store.
+	exports, err := lease.NewSemaphore(store, "exports", 2)
+	if err != nil {
+		panic(err)
+	}
+	a, err := exports.TryAcquire(ctx, 30*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	b, err := exports.TryAcquire(ctx, 30*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	_, err = exports.TryAcquire(ctx, 30*time.Second)
+	fmt.Println("third holder locked out:", errors.Is(err, lease.ErrLocked))
+
+	// A waiter gets the slot the moment a holder releases it.
+	go func() { _ = a.Release(ctx) }()
+	c, err := exports.Acquire(ctx, 30*time.Second, lease.WithMaxWait(time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("fences grow:", c.Fence > b.Fence && b.Fence > a.Fence)
+	held, _ := exports.Held(ctx)
+	fmt.Println("holders:", held)
+	// Output:
+	// third holder locked out: true
+	// fences grow: true
+	// holders: 2
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -34,6 +33,8 @@ type lockConfig struct {
 	initial, maxBackoff time.Duration
 	acquire             []AcquireOption
 	clock               clockwork.Clock
+	fair                bool          // WithFairness
+	entryTTL            time.Duration // WithQueueEntryTTL; 0: DefaultQueueEntryTTL
 }
 
 // WithMaxWait bounds how long Lock waits for a locked key, measured from the
@@ -94,22 +95,57 @@ func WithLockClock(clock clockwork.Clock) LockOption {
 // Lock acquires the lease on key, waiting while another lease holds it.
 //
 // It calls store.Acquire and, as long as the key is locked (ErrLocked),
-// waits and tries again, with exponential backoff and jitter between
-// attempts (see WithBackoff). When the holder reports how long its lease
-// has left (LockedError.Remaining) and that is shorter than the next
-// backoff, Lock waits only that long (but at least 5ms), so it takes over an
-// expiring lease promptly; a lease released early is noticed at the next
-// attempt. Any other error, including ErrRoundClaimed and
-// ErrInvalidArgument, is returned at once.
+// waits and tries again. Any other error, including ErrRoundClaimed and
+// ErrInvalidArgument, is returned at once. How it waits depends on the
+// store:
+//
+//   - When the store is a Notifier (lease/redis, lease/memory), Lock
+//     watches the key after its first failed attempt, tries once more (a
+//     release may have come in between), and then sleeps until the key is
+//     released (a notification) or the holder's lease runs out
+//     (LockedError.Remaining), whichever comes first: a release is noticed
+//     at once, an expiry when it happens, and a holder that keeps
+//     extending costs one attempt per renewal period. Watches of one key
+//     share one subscription per Store.
+//   - Otherwise, or while notifications are unavailable (the store's Watch
+//     failed, or its subscription dropped), Lock polls with exponential
+//     backoff and jitter between attempts (see WithBackoff). When the
+//     holder reports how long its lease has left and that is shorter than
+//     the next backoff, Lock waits only that long (but at least 5ms), so it
+//     takes over an expiring lease promptly; a lease released early is
+//     noticed at the next attempt.
+//
+// With WithFairness, waiters are served in arrival order through a queue
+// the store keeps (a FairStore); each waiter also attempts at least every
+// third of its queue entry's TTL, to keep its place.
 //
 // Lock makes its last attempt when the max wait (WithMaxWait, default 5s)
 // has passed and then fails with an error wrapping ErrAcquireTimeout and
 // the last ErrLocked. If ctx ends first, the error wraps the context's
 // error and the last ErrLocked, and also ErrAcquireTimeout for a deadline or
 // ErrAborted for a cancellation. Lock blocks until it returns; it starts no
-// goroutines.
+// goroutine of its own (a store may run one per watched key, shared by
+// all of that key's waiters in the process).
 func Lock(ctx context.Context, store Store, key string, ttl time.Duration, opts ...LockOption) (*Lease, error) {
-	c := lockConfig{
+	c, err := resolveLock(ctx, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.fair {
+		return lockFair(ctx, store, key, ttl, c)
+	}
+	p := waitPlan{
+		attempt: func(ctx context.Context) (*Lease, error) { return store.Acquire(ctx, key, ttl, c.acquire...) },
+	}
+	if n, ok := store.(Notifier); ok {
+		p.watch = func(ctx context.Context) (Watch, error) { return n.Watch(ctx, key) }
+	}
+	return waitFor(ctx, c, p)
+}
+
+// resolveLock checks Lock's arguments and applies its options.
+func resolveLock(ctx context.Context, store Store, opts []LockOption) (*lockConfig, error) {
+	c := &lockConfig{
 		maxWait:    DefaultLockMaxWait,
 		initial:    DefaultLockBackoffInitial,
 		maxBackoff: DefaultLockBackoffMax,
@@ -125,55 +161,11 @@ func Lock(ctx context.Context, store Store, key string, ttl time.Duration, opts 
 		if opt == nil {
 			continue
 		}
-		if err := opt(&c); err != nil {
+		if err := opt(c); err != nil {
 			return nil, err
 		}
 	}
-
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     c.initial,
-		RandomizationFactor: LockBackoffJitter,
-		Multiplier:          LockBackoffMultiplier,
-		MaxInterval:         c.maxBackoff,
-		MaxElapsedTime:      0, // Lock enforces its max wait itself, with a last attempt at the end
-		Stop:                backoff.Stop,
-		Clock:               c.clock,
-	}
-	b.Reset()
-	bo := backoff.WithContext(b, ctx)
-	deadline := c.clock.Now().Add(c.maxWait)
-
-	for attempt := 1; ; attempt++ {
-		l, err := store.Acquire(ctx, key, ttl, c.acquire...)
-		if err == nil {
-			return l, nil
-		}
-		if !errors.Is(err, ErrLocked) {
-			return nil, err
-		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			return nil, lockContextError(ctx, attempt, err)
-		}
-		var le *LockedError
-		if errors.As(err, &le) && le.Remaining > 0 && le.Remaining < wait {
-			wait = max(le.Remaining, lockMinWait)
-		}
-		left := deadline.Sub(c.clock.Now())
-		if left <= 0 {
-			return nil, fmt.Errorf("%w: lock: key still locked after %s and %d attempts: %w",
-				ErrAcquireTimeout, c.maxWait, attempt, err)
-		}
-		wait = min(wait, left)
-
-		timer := c.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, lockContextError(ctx, attempt, err)
-		case <-timer.Chan():
-		}
-	}
+	return c, nil
 }
 
 // lockContextError is Lock's error when ctx ends while the key is locked.

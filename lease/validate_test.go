@@ -150,6 +150,8 @@ func TestNormalizePrefix(t *testing.T) {
 		{"reserved trigger", "trigger", "", `reserved segment "trigger"`},
 		{"reserved status", "x:status", "", `reserved segment "status"`},
 		{"reserved fleet", "fleet", "", `reserved segment "fleet"`},
+		{"reserved sem", "app:sem", "", `reserved segment "sem"`},
+		{"reserved queue", "queue:", "", `reserved segment "queue"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -130,7 +130,9 @@ func (s *Scheduler) worker() {
 		if !ok {
 			return
 		}
-		s.attempt(t.job, t.f)
+		if s.attempt(t.job, t.f) {
+			continue // it waits for the job's running occurrence, and then hands on (bufferOne)
+		}
 		if next, ok := t.job.pipe.done(); ok {
 			s.enqueue(t.job, next)
 		}

@@ -73,15 +73,26 @@
 //
 // Daylight saving time is a property of the schedule alone: see Cron.
 //
-// Overlap policy "skip": the lease is the job's, not the occurrence's. While
-// one occurrence of a job runs anywhere, later occurrences of that job are
-// skipped everywhere (SkipRunning on the replica running it, without asking
-// the store; SkipLocked on the others; the next winner reports them
-// missed). A replica never runs two of a job at once and never claims an
-// occurrence it cannot run: if the running job's lease is gone (it timed
-// out, the store lost it) the other replicas may run the later occurrence;
-// and a run that returns after its lease could no longer be trusted is
-// logged ("run outlived its lease").
+// Overlap policy: the lease is the job's, not the occurrence's. While one
+// occurrence of a job runs anywhere, later occurrences of that job are
+// skipped everywhere by default (OverlapSkip: SkipRunning on the replica
+// running it, without asking the store; SkipLocked on the others; the next
+// winner reports them missed). With WithOverlap(OverlapBufferOne) an
+// occurrence that finds the job running waits for the run to end, woken by
+// its release, up to the job's next occurrence, then claims its round and
+// runs once: a job that outlasts its interval runs back to back. A replica
+// never runs two of a job at once and never claims an occurrence it cannot
+// run: if the running job's lease is gone (it timed out, the store lost
+// it) the other replicas may run the later occurrence; and a run that
+// returns after its lease could no longer be trusted is logged ("run
+// outlived its lease").
+//
+// Concurrency limits: jobs registered with the same
+// WithConcurrencyLimit(name, n) run at most n at once across the fleet, on
+// a semaphore in the lease store (lease.Semaphore). A won occurrence takes
+// a slot before its job is called, waiting for one (woken by releases) up
+// to its next occurrence; one that finds none in time is skipped with
+// SkipConcurrencyLimit and runs nowhere.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has

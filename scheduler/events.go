@@ -133,6 +133,11 @@ const (
 	// SkipPaused: the job is paused fleet-wide (package fleet, inspect).
 	// The occurrence is recorded as handled: not missed, not caught up.
 	SkipPaused
+	// SkipConcurrencyLimit: this replica won the occurrence, but no slot
+	// of the job's concurrency limit (WithConcurrencyLimit) freed up before
+	// the job's next occurrence. The occurrence runs nowhere: its round is
+	// claimed, so the ledger does not report it missed.
+	SkipConcurrencyLimit
 
 	numSkipReasons // one past the last reason
 )
@@ -154,6 +159,8 @@ func (r SkipReason) String() string {
 		return "running here"
 	case SkipPaused:
 		return "paused"
+	case SkipConcurrencyLimit:
+		return "concurrency limit"
 	default:
 		return "none"
 	}
@@ -207,13 +214,16 @@ type Stats struct {
 	SkipOverrun   uint64 // occurrences skipped: this replica was still acquiring earlier ones
 	SkipRunning   uint64 // occurrences skipped: an earlier run still executed on this replica
 	SkipPaused    uint64 // occurrences skipped: the job was paused
-	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
-	Retries       uint64 // acquires retried after a transient error
-	Renewals      uint64 // lease renewals confirmed while jobs ran
-	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
-	CatchUps      uint64 // catch-up runs started (WithCatchUp)
-	Triggered     uint64 // runs started for a trigger (a run now)
-	Conflicts     uint64 // conflicts with other replicas' registrations, reported
+	// SkipConcurrencyLimit: occurrences won here but not run: no slot of
+	// the job's concurrency limit freed up in time.
+	SkipConcurrencyLimit uint64
+	AcquireFailed        uint64 // occurrences not run here: the store could not be asked while they were current
+	Retries              uint64 // acquires retried after a transient error
+	Renewals             uint64 // lease renewals confirmed while jobs ran
+	Missed               uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
+	CatchUps             uint64 // catch-up runs started (WithCatchUp)
+	Triggered            uint64 // runs started for a trigger (a run now)
+	Conflicts            uint64 // conflicts with other replicas' registrations, reported
 }
 
 // counters keep Stats: one counter per event kind and per skip reason.
@@ -250,7 +260,8 @@ func (c *counters) snapshot() Stats {
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
 		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning), SkipPaused: r(SkipPaused),
-		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
+		SkipConcurrencyLimit: r(SkipConcurrencyLimit),
+		AcquireFailed:        k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
 		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(), Triggered: c.triggered.Load(), Conflicts: k(EventConflict),
 	}
 }

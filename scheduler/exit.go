@@ -23,13 +23,15 @@ const (
 	exitReturned                  // returned (err may be nil)
 	exitPanicked                  // panicked (err wraps ErrPanic)
 	exitNotStarted                // never called: the heartbeat did not start
+	exitNotRun                    // never called: no slot of its concurrency limit (reason says why)
 )
 
 // exit is how a run ended, filled in by call.
 type exit struct {
-	how   exitHow
-	err   error
-	stack []byte // for a panic, the panicking goroutine's stack
+	how    exitHow
+	err    error
+	stack  []byte     // for a panic, the panicking goroutine's stack
+	reason SkipReason // for exitNotRun: the skip to report (0: reported already)
 }
 
 // call calls fn and records how it ended in end. If fn calls
@@ -64,10 +66,23 @@ func (s *Scheduler) finish(r *run, end *exit) {
 		s.release(r, nil)
 		return
 	}
+	if end.how == exitNotRun {
+		// No slot of the concurrency limit: the job was not called. Its
+		// lease goes back without a run status (nothing ran).
+		_ = r.stopHeartbeat()
+		s.release(r, nil)
+		if end.reason != 0 {
+			s.skip(r.job, r.info.Occurrence, end.reason, nil)
+		}
+		return
+	}
 	took := s.cfg.clock.Since(r.began)
 	r.cancel(nil)
 	r.unwatch() // a timeout or shutdown report in progress is out
 	lost := r.stopHeartbeat()
+	if r.stopSlotHeartbeat != nil {
+		_ = r.stopSlotHeartbeat() // a loss was reported as it happened
+	}
 	if r.cancelTimeout != nil {
 		r.cancelTimeout()
 	}
@@ -78,6 +93,9 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	s.reportOutlived(r, lost)
 	st := r.status(ev)
 	r.job.setLastRun(st)
+	if r.slot != nil {
+		s.releaseSlot(r, r.slot) // first: a run waiting for the slot need not wait for the lease too
+	}
 	released, triggers := s.release(r, &st)
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))

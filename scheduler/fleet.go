@@ -45,8 +45,17 @@ type controlPlane struct {
 // register one name with different fingerprints disagree on when or how it
 // runs.
 func (j *job) fingerprint() string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
-		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp))
+	b := fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
+		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp)
+	// Options added later count only when set, so that a job without them
+	// keeps the fingerprint older versions give it.
+	if j.overlap != OverlapSkip {
+		b = fmt.Appendf(b, "|overlap=%d", int(j.overlap))
+	}
+	if j.limitSpec != nil {
+		b = fmt.Appendf(b, "|limit=%q/%d", j.limitSpec.name, j.limitSpec.n)
+	}
+	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
@@ -70,10 +79,12 @@ var Version = func() string {
 
 const modulePath = "github.com/cronguard/cronguard"
 
-// startControlPlane publishes this replica, subscribes to the control
-// channel and starts the registry goroutine; it does nothing when the store
-// is not a fleet.Store. A store that cannot be reached now is tried again
-// by the goroutine.
+// startControlPlane sets s.control and starts the registry goroutine,
+// which publishes this replica and subscribes to the control channel; it
+// does nothing when the store is not a fleet.Store or the control plane is
+// off. A store that cannot be reached now is tried again by the goroutine.
+// start calls it, with s.mu held, before any job can fire: runs read
+// s.control without a lock.
 func (s *Scheduler) startControlPlane() {
 	fs, ok := s.store.(fleet.Store)
 	if !ok || s.cfg.registryRefresh < 0 {

@@ -259,6 +259,8 @@ type jobConfig struct {
 	catchUp        time.Duration
 	owner          string
 	errorClassOnly bool
+	overlap        OverlapPolicy     // WithOverlap
+	limit          *concurrencyLimit // WithConcurrencyLimit; nil: none
 }
 
 // WithTTL sets the job lease's time to live. Default: DefaultTTL (30s).

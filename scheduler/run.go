@@ -56,6 +56,12 @@ type run struct {
 	cancelTimeout context.CancelFunc // nil without WithTimeout
 	unwatch       func()             // ends the cancellation watcher and waits for it
 
+	// slot is the run's slot of its job's concurrency limit, and
+	// stopSlotHeartbeat its heartbeat's stop; nil without a limit, or
+	// before the slot is taken (limit.go).
+	slot              *lease.Lease
+	stopSlotHeartbeat heartbeat.Stop
+
 	deadline     atomic.Pointer[time.Time] // the lease's latest local deadline (store clock)
 	unrenewed    atomic.Bool               // the heartbeat stopped renewing: timeout or loss
 	timedOut     atomic.Bool               // the run's timeout passed
@@ -78,15 +84,17 @@ func (r *run) event(kind EventKind, err error) Event {
 
 // attempt is the guarded acquire of one firing of j, run by an acquire
 // worker: try the lease for the occurrence, and on a win hand the run to its
-// own goroutine.
-func (s *Scheduler) attempt(j *job, f firing) {
+// own goroutine. It reports true when the firing found the job running and
+// waits for it in a goroutine of its own (OverlapBufferOne), which then
+// ends the firing in the acquire path instead of the worker.
+func (s *Scheduler) attempt(j *job, f firing) (buffered bool) {
 	occ := f.occ
 	if j.removed.Load() {
-		return // Remove: its firings are dropped
+		return false // Remove: its firings are dropped
 	}
 	if s.base.Err() != nil {
 		s.skip(j, occ, SkipShutdown, nil)
-		return
+		return false
 	}
 	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
 	if j.current.Load() != nil {
@@ -100,14 +108,34 @@ func (s *Scheduler) attempt(j *job, f firing) {
 		// is reported missed by the next winner.
 		if quiet {
 			s.debug(j, occ, "nothing to catch up or trigger now: the job is running here")
-			return
+			return false
+		}
+		if j.overlap == OverlapBufferOne {
+			s.bufferOne(j, f) // waits for the run here to end before it asks the store
+			return true
 		}
 		s.skip(j, occ, SkipRunning, nil)
-		return
+		return false
 	}
 	l, err := s.acquire(j, f)
+	if err != nil && j.buffers(f, err) && s.base.Err() == nil {
+		s.bufferOne(j, f)
+		return true
+	}
+	s.settle(j, f, l, err)
+	return false
+}
+
+// settle acts on the outcome of the acquire of firing f of j: a skip, a
+// failure, or a won occurrence, whose run it starts in its own goroutine.
+func (s *Scheduler) settle(j *job, f firing, l *lease.Lease, err error) {
+	occ := f.occ
+	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
 	switch {
 	case err == nil:
+	case s.base.Err() != nil && errors.Is(err, lease.ErrAborted):
+		s.skip(j, occ, SkipShutdown, nil) // a wait for the job's running occurrence, ended by Shutdown
+		return
 	case f.trigger && errors.Is(err, lease.ErrNoTrigger):
 		s.debug(j, occ, "trigger already run elsewhere, or expired")
 		return
@@ -198,6 +226,14 @@ func (s *Scheduler) execute(r *run) {
 		return
 	}
 	r.stopHeartbeat = stop
+	if r.job.limit != nil {
+		slotCtx, reason := s.takeSlot(hbCtx, r)
+		if slotCtx == nil {
+			end = exit{how: exitNotRun, reason: reason}
+			return
+		}
+		hbCtx = slotCtx
+	}
 	ctx, cancel := context.WithCancelCause(hbCtx)
 	r.cancel = cancel
 	if t := r.job.timeout; t > 0 {
@@ -252,6 +288,9 @@ func (s *Scheduler) watchCancel(r *run, ctx context.Context) func() {
 			r.timedOut.Store(true)
 			r.unrenewed.Store(true)
 			_ = r.stopHeartbeat()
+			if r.stopSlotHeartbeat != nil {
+				_ = r.stopSlotHeartbeat()
+			}
 			r.log.Warn("job timed out", slog.Any("cause", cause),
 				slog.String("effect", "context cancelled; lease no longer renewed"))
 			s.emit(r.job, r.event(EventCancelled, cause))

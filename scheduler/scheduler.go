@@ -46,7 +46,8 @@ type Scheduler struct {
 	closed   bool
 	cron     gocron.Scheduler // nil until Start and after Shutdown
 	runs     map[*run]struct{}
-	nworkers int // acquire workers started
+	nworkers int                         // acquire workers started
+	limits   map[string]*lease.Semaphore // the concurrency limits' semaphores, by name (limit.go)
 }
 
 // job is a registered job.
@@ -72,6 +73,12 @@ type job struct {
 	removed atomic.Bool
 	// errorClassOnly: WithErrorClassOnly.
 	errorClassOnly bool
+	// overlap is the job's WithOverlap (overlap.go).
+	overlap OverlapPolicy
+	// limitSpec is the job's WithConcurrencyLimit, nil without one, and
+	// limit its semaphore, set by add (limit.go).
+	limitSpec *concurrencyLimit
+	limit     *lease.Semaphore
 
 	lastMu  sync.Mutex
 	lastRun *RunInfo // the last run this replica ran, for Jobs
@@ -105,6 +112,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		jobs:       make(map[string]*job),
 		groups:     make(map[string]*group),
 		runs:       make(map[*run]struct{}),
+		limits:     make(map[string]*lease.Semaphore),
 	}, nil
 }
 
@@ -138,7 +146,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("%w: Register %q: lease key: %w", ErrInvalidArgument, name, err)
 	}
-	jc := jobConfig{ttl: DefaultTTL}
+	jc := jobConfig{ttl: DefaultTTL, overlap: OverlapSkip}
 	for _, opt := range opts {
 		if opt == nil {
 			return invalidOption("Register %q: job option must not be nil", name)
@@ -155,7 +163,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
 	j := &job{name: name, key: key, schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
-		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly}
+		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly, overlap: jc.overlap, limitSpec: jc.limit}
 
 	started, err := s.add(j)
 	if err != nil {
@@ -180,6 +188,13 @@ func (s *Scheduler) add(j *job) (started bool, err error) {
 	}
 	if _, dup := s.jobs[j.key]; dup {
 		return false, fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, j.name, j.key)
+	}
+	if j.limitSpec != nil {
+		sem, err := s.semaphoreFor(j.name, j.limitSpec)
+		if err != nil {
+			return false, err
+		}
+		j.limit = sem
 	}
 	g, grouped := s.groups[j.plan.groupKey()]
 	if !grouped {
@@ -208,7 +223,6 @@ func (s *Scheduler) Start() error {
 	if err != nil {
 		return err
 	}
-	s.startControlPlane()
 	for _, j := range jobs {
 		s.catchUp(j) // queues at most one acquire per job, never waits
 	}
@@ -242,6 +256,8 @@ func (s *Scheduler) start() ([]*job, error) {
 			return nil, err
 		}
 	}
+	// Before any firing: runs read s.control without a lock.
+	s.startControlPlane()
 	g.Start()
 	s.cron, s.started = g, true
 	s.startWorkersLocked()

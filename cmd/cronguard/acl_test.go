@@ -17,18 +17,22 @@ import (
 )
 
 // The grants of the command's two users (docs/redis-acl.md, "The cronguard
-// command"): the read-only user's, and what the operator's adds.
+// command"): the read-only user's, and what the operator's adds. The
+// operator's opsWakeCommands let release --force wake the key's waiters;
+// without them the release works and waiters poll, so no command fails.
 var (
-	readCommands = []string{"+evalsha", "+eval", "+time", "+get", "+lrange", "+zrange", "+mget"}
-	opsCommands  = []string{"+set", "+del", "+rpush", "+pttl", "+pexpire", "+publish", "+subscribe"}
+	readCommands    = []string{"+evalsha", "+eval", "+time", "+get", "+lrange", "+zrange", "+mget"}
+	opsCommands     = []string{"+set", "+del", "+rpush", "+pttl", "+pexpire", "+publish", "+subscribe"}
+	opsWakeCommands = []string{"+spublish"}
 )
 
 // aclRules returns the ACL SETUSER rules (after the user name) for a user
-// under prefix, with its control channel or without.
+// under prefix, with its channels (<prefix>:*: the control channel, and the
+// keys' release channels) or without.
 func aclRules(prefix string, channel bool, commands []string) []string {
 	rules := []string{"on", ">secret", "resetkeys", "~" + prefix + ":*", "resetchannels"}
 	if channel {
-		rules = append(rules, "&"+prefix+":control")
+		rules = append(rules, "&"+prefix+":*")
 	}
 	rules = append(rules, "-@all")
 	return append(rules, commands...)
@@ -39,7 +43,7 @@ func readRules(prefix string) []string {
 }
 
 func opsGrants() []string {
-	return append(append(slices.Clone(readCommands), opsCommands...), "+ping")
+	return slices.Concat(readCommands, opsCommands, []string{"+ping"}, opsWakeCommands)
 }
 
 // harmlessDenials are what rueidis sends and works without (see

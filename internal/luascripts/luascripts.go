@@ -89,6 +89,36 @@ var LookupID string
 //go:embed islocked.lua
 var IsLocked string
 
+// SemaphoreAcquire makes a semaphore holder; see semaphore_acquire.lua.
+//
+//go:embed semaphore_acquire.lua
+var SemaphoreAcquire string
+
+// SemaphoreExtend extends a semaphore holder; see semaphore_extend.lua.
+//
+//go:embed semaphore_extend.lua
+var SemaphoreExtend string
+
+// SemaphoreRelease removes a semaphore holder; see semaphore_release.lua.
+//
+//go:embed semaphore_release.lua
+var SemaphoreRelease string
+
+// SemaphoreHeld counts a semaphore's live holders; see semaphore_held.lua.
+//
+//go:embed semaphore_held.lua
+var SemaphoreHeld string
+
+// AcquireQueued is one attempt of a fair waiter; see acquire_queued.lua.
+//
+//go:embed acquire_queued.lua
+var AcquireQueued string
+
+// QueueLeave takes a waiter out of a key's queue; see queue_leave.lua.
+//
+//go:embed queue_leave.lua
+var QueueLeave string
+
 // ToleranceMs is the liveness tolerance, in milliseconds, written as
 // TOLERANCE_MS into every script that judges liveness by the clock: a lease
 // is live while expiresAtMs > now - ToleranceMs. It equals
@@ -98,20 +128,26 @@ const ToleranceMs = 1000
 // All returns every script by file name, for tests and tooling.
 func All() map[string]string {
 	return map[string]string{
-		"acquire.lua":          Acquire,
-		"extend.lua":           Extend,
-		"release.lua":          Release,
-		"extend_lease.lua":     ExtendLease,
-		"release_lease.lua":    ReleaseLease,
-		"rollback.lua":         Rollback,
-		"acquire_trigger.lua":  AcquireTrigger,
-		"release_status.lua":   ReleaseStatus,
-		"trigger_add.lua":      TriggerAdd,
-		"pause_set.lua":        PauseSet,
-		"registry_publish.lua": RegistryPublish,
-		"registry_refresh.lua": RegistryRefresh,
-		"lookup.lua":           Lookup,
-		"lookup_id.lua":        LookupID,
-		"islocked.lua":         IsLocked,
+		"acquire.lua":           Acquire,
+		"extend.lua":            Extend,
+		"release.lua":           Release,
+		"extend_lease.lua":      ExtendLease,
+		"release_lease.lua":     ReleaseLease,
+		"rollback.lua":          Rollback,
+		"acquire_trigger.lua":   AcquireTrigger,
+		"release_status.lua":    ReleaseStatus,
+		"trigger_add.lua":       TriggerAdd,
+		"pause_set.lua":         PauseSet,
+		"registry_publish.lua":  RegistryPublish,
+		"registry_refresh.lua":  RegistryRefresh,
+		"lookup.lua":            Lookup,
+		"lookup_id.lua":         LookupID,
+		"islocked.lua":          IsLocked,
+		"semaphore_acquire.lua": SemaphoreAcquire,
+		"semaphore_extend.lua":  SemaphoreExtend,
+		"semaphore_release.lua": SemaphoreRelease,
+		"semaphore_held.lua":    SemaphoreHeld,
+		"acquire_queued.lua":    AcquireQueued,
+		"queue_leave.lua":       QueueLeave,
 	}
 }

@@ -16,6 +16,11 @@
 -- record that exists is live: no server time is needed. The ID is verified
 -- against the record before anything is deleted. The fence and round keys
 -- are never touched. Record layout: see acquire.lua.
+--
+-- A release is published on the sharded channel named after the data key
+-- (SPUBLISH, Redis 7; the name carries the key's hash tag, so it is in the
+-- key's slot), for the key's waiters. pcall: a server without SPUBLISH, or
+-- an ACL without it, releases all the same (waiters then poll).
 local dk = redis.call('GET', KEYS[1])
 if not dk then return -1 end
 if string.sub(dk, 1, #ARGV[2]) ~= ARGV[2] then return -9 end
@@ -26,4 +31,5 @@ if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expires
 end
 if string.sub(v, 12, 33) ~= ARGV[1] then return 0 end
 redis.call('DEL', dk, KEYS[1])
+redis.pcall('SPUBLISH', dk, 'release')
 return 1

@@ -14,10 +14,12 @@
 -- deleted. A record that exists is live (see release.lua), so the common
 -- path is one GET and one DEL. When the record is not the lease's own, the
 -- index is read to give the answer release.lua would give. Fence and round
--- keys are never touched. Record layout: see acquire.lua.
+-- keys are never touched. Record layout: see acquire.lua. A release is
+-- published for the key's waiters as release.lua does.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
+  redis.pcall('SPUBLISH', KEYS[1], 'release')
   return 1
 end
 local dk = redis.call('GET', KEYS[2])

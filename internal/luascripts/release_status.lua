@@ -12,11 +12,13 @@
 -- owner, -1 not found, -2 expired, -5 another data key, -9 unreadable);
 -- the status is written only with code 1, by the holder. triggers is the
 -- length of the trigger queue (expired entries included; the trigger
--- acquire drops them).
+-- acquire drops them). A release is published for the key's waiters as
+-- release.lua does.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('SET', KEYS[3], ARGV[2])
+  redis.pcall('SPUBLISH', KEYS[1], 'release')
   return {1, redis.call('LLEN', KEYS[4])}
 end
 local dk = redis.call('GET', KEYS[2])

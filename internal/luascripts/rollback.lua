@@ -20,11 +20,13 @@
 -- so the round record still holds this lease's round, and is set back to
 -- the round before it ("prev" in the lease record; 0 when there was none),
 -- so that another replica can still claim the occurrence. The fence
--- counter is never set back: a token once issued stays used. Record
--- layout: see acquire.lua.
+-- counter is never set back: a token once issued stays used. The release
+-- is published for the key's waiters as release.lua does. Record layout:
+-- see acquire.lua.
 local v = redis.call('GET', KEYS[1])
 if not v or string.sub(v, 1, 49) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
+redis.pcall('SPUBLISH', KEYS[1], 'rollback')
 if ARGV[2] == '0' or redis.call('GET', KEYS[3]) ~= ARGV[2] then return 1 end
 local prev = string.match(v, '"prev":(%d+),')
 if not prev then return 1 end

@@ -11,9 +11,11 @@
 // The suite covers the contract of package lease: the acquire, extend and
 // release lifecycle; contention; expiry with lease.ExpiryTolerance and
 // lease.ExpiredRetention; ownership by ID; fences; rounds and clock skew;
-// Lookup and LookupID; input validation; and that Lease.Extend and
+// Lookup and LookupID; input validation; that Lease.Extend and
 // Lease.Release (which may take a store's keyed path, lease.KeyedStore)
-// answer as Store.Extend and Store.Release do for the lease's ID.
+// answer as Store.Extend and Store.Release do for the lease's ID; and, for
+// a store that is a lease.Notifier, that releases wake the key's watches
+// (the Notify subtests skip, saying so, for a store that is not).
 //
 // What it assumes: the store's "server time" is whatever Env.Wait advances;
 // it never compares a server time with the local wall clock. Subtests run in

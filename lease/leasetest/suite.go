@@ -49,6 +49,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Lookup", lookupTests},
 		{"LeaseMethodsAgree", agreeTests},
 		{"Validation", validationTests},
+		{"Notify", notifyTests},
 	}
 	// Subtests spend most of their time in Wait, so they run concurrently,
 	// all at once: t.Parallel would cap them at -parallel (GOMAXPROCS).

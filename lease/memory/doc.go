@@ -5,7 +5,11 @@
 // lease.ReasonExpired), fence counters and round records kept per key for
 // the life of the Store, and the same order of checks on acquire (pause
 // when asked, round claimed, live lease, clock skew; for a trigger
-// acquire, live lease, then a pending trigger).
+// acquire, live lease, then a pending trigger). It is a lease.Notifier:
+// every release wakes the key's watches, in process, at once. It is a
+// lease.SemaphoreStore too, with lease/redis's rules (holders live as
+// leases do, dropped by the next acquire once not live; a fence counter
+// per semaphore), and a lease.FairStore (a queue of waiters per key).
 //
 // A Store is also a fleet.Store, the control plane's storage, again with
 // lease/redis's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,
@@ -25,8 +29,8 @@
 // subscribers of the same Store value: two Stores, even in one process,
 // are two separate fleets. Use lease/redis for more than one replica.
 //
-// Memory grows with the number of distinct keys ever used (their fences,
-// rounds and last statuses are kept), plus the leases of the last
+// Memory grows with the number of distinct keys and semaphores ever used
+// (their fences, rounds and last statuses are kept), plus the leases of the last
 // lease.ExpiredRetention, the pauses in force, the live triggers and
 // registry entries (expired ones are dropped as the Store goes), and at
 // most MaxPendingMessages undelivered messages per subscription.

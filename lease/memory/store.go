@@ -32,7 +32,10 @@ type Store struct {
 
 	sweepAt int // len(ids) at which Acquire next drops records past retention
 
-	channel channel // the control channel's subscriptions
+	channel    channel               // the control channel's subscriptions
+	watchers   watchers              // the watches of released keys and semaphores (notify.go)
+	semaphores map[string]*semaphore // semaphore name -> its holders and fence (semaphore.go)
+	queues     map[string][]place    // normalized key -> its fair waiters, oldest first (fair.go)
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
@@ -64,6 +67,9 @@ func New(opts ...Option) (*Store, error) {
 		registry: registry{entries: make(map[string]*replicaEntry)},
 		sweepAt:  minSweep,
 		channel:  channel{subs: make(map[*subscription]struct{})},
+
+		semaphores: make(map[string]*semaphore),
+		queues:     make(map[string][]place),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -175,6 +181,10 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	l.Round, l.PrevRound = o.Round, prev
 	return lease.Attach(s, l), nil
 }
+
+// errQueuedOptions is the cause of a queued acquire given options it
+// does not take.
+var errQueuedOptions = fmt.Errorf("%w: a queued acquire claims no round, honours no pause and runs no trigger", lease.ErrInvalidArgument)
 
 // errFenceOverflow is the cause of an acquire refused because the key's
 // fence counter reached maxFence.
@@ -300,10 +310,12 @@ func (s *Store) Release(ctx context.Context, id string) error {
 	return nil
 }
 
-// release ends r, a held lease. The caller holds s.mu.
+// release ends r, a held lease, and wakes the key's watchers. The caller
+// holds s.mu.
 func (s *Store) release(r *record) {
 	s.keys[r.key].cur = nil
 	delete(s.ids, r.id)
+	s.watchers.notify(watched{name: r.key})
 }
 
 // IsLocked implements lease.Store.

@@ -35,6 +35,20 @@ func TestStore_Conformance(t *testing.T) {
 	})
 }
 
+func TestStore_SemaphoreConformance(t *testing.T) {
+	leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
+		s, clock := newStore(t)
+		return leasetest.Env{Store: s, Wait: clock.Advance}
+	})
+}
+
+func TestStore_FairConformance(t *testing.T) {
+	leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
+		s, clock := newStore(t)
+		return leasetest.Env{Store: s, Wait: clock.Advance}
+	})
+}
+
 func TestStore_Conformance_RealClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sleeps on the real clock for about 3s")

@@ -34,6 +34,22 @@ func TestStore_Cluster(t *testing.T) {
 	t.Run("KeysSpanAllNodes", func(t *testing.T) { testClusterKeysSpanAllNodes(t, c, client) })
 	t.Run("FromIDAlone", func(t *testing.T) { testClusterFromIDAlone(t, c, client) })
 	t.Run("SchedulerOncePerOccurrence", func(t *testing.T) { testClusterScheduler(t, c) })
+	t.Run("Notifications", func(t *testing.T) { testClusterNotifications(t, c, client) })
+	t.Run("SemaphoreConformance", func(t *testing.T) {
+		leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix(uniquePrefix()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
+	t.Run("SemaphoreWaiters", func(t *testing.T) { testClusterSemaphores(t, c, client) })
+	t.Run("FairConformance", func(t *testing.T) {
+		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix(uniquePrefix()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
 }
 
 // clusterKeys are user keys with and without braces: a brace in the key

@@ -19,6 +19,24 @@ func TestStore_Conformance(t *testing.T) {
 	})
 }
 
+// TestStore_SemaphoreConformance runs the semaphore contract against a
+// real redis-server, one unique prefix per subtest.
+func TestStore_SemaphoreConformance(t *testing.T) {
+	srv := startServer(t)
+	leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
+		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
+	})
+}
+
+// TestStore_FairConformance runs the fair queue's contract against a real
+// redis-server, one unique prefix per subtest.
+func TestStore_FairConformance(t *testing.T) {
+	srv := startServer(t)
+	leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
+		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
+	})
+}
+
 // TestStore_FleetConformance runs the control plane's suite against the
 // Redis store, each subtest under its own prefix.
 func TestStore_FleetConformance(t *testing.T) {

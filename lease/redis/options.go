@@ -27,7 +27,8 @@ type Option func(*config) error
 // lease.DefaultPrefix, "cronguard"). Trailing colons are stripped. The
 // prefix must follow lease.NormalizePrefix's rules: non-empty, at most 128
 // bytes, no braces, whitespace or control characters, and no reserved last
-// segment ("fence", "round", "id", "pause", "trigger", "status", "fleet").
+// segment ("fence", "round", "id", "pause", "trigger", "status", "fleet",
+// "sem", "queue").
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
 		p, err := lease.NormalizePrefix(prefix)

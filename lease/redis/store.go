@@ -82,7 +82,8 @@ type Store struct {
 	ownerJSON  string // owner as a JSON string, for the record
 	log        *slog.Logger
 	clock      clockwork.Clock
-	ack        replicaAck // WithReplicaAck (wait.go); zero: off
+	ack        replicaAck     // WithReplicaAck (wait.go); zero: off
+	notes      *notifications // the subscriptions of waiters (notify.go)
 
 	preflightOnce sync.Once // preflight.go, on the first acquire
 }
@@ -100,15 +101,17 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	log := c.logger.With("component", "lease/redis")
 	return &Store{
 		client:     client,
 		prefix:     c.prefix,
 		dataPrefix: c.prefix + ":{",
 		owner:      c.owner,
 		ownerJSON:  jsonString(c.owner),
-		log:        c.logger.With("component", "lease/redis"),
+		log:        log,
 		clock:      c.clock,
 		ack:        c.ack,
+		notes:      newNotifications(client, log),
 	}, nil
 }
 

@@ -1,0 +1,41 @@
+-- semaphore_acquire: become one of at most limit live holders of a
+-- semaphore, atomically.
+--
+-- KEYS[1] holders          <prefix>:sem:{S}          (sorted set: holder ID -> expiresAtMs)
+-- KEYS[2] fence counter    <prefix>:sem:{S}:fence    (never deleted, never expires)
+-- ARGV[1] holder ID (22 characters)
+-- ARGV[2] ttl in ms
+-- ARGV[3] limit
+--
+-- Returns
+--   {1, fence, expiresAtMs, acquiredAtMs}  a holder now
+--   {0, remainingMs}                       limit holders are live; ms until
+--                                          the first of them stops being live
+--                                          (expiresAt + tolerance - now, >= 1)
+--
+-- A holder is live while expiresAtMs > now - 1000 (tolerance), the rule of
+-- leases; holders no longer live are removed first. The set itself expires
+-- when its longest-lived holder stops being live (its PX only lengthens).
+-- The fence follows acquire.lua's rule: the counter + 1, or the server
+-- clock's floor (now in ms * 100) if that is greater, so it never goes
+-- back, even if Redis lost its data.
+local TOLERANCE_MS = 1000
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - TOLERANCE_MS)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, math.max(tonumber(first[2]) + TOLERANCE_MS - now, 1)}
+end
+local fence = redis.call('INCR', KEYS[2])
+local floor = now * 100
+if fence < floor then
+  fence = redis.call('INCRBY', KEYS[2], floor - fence)
+end
+local ttl = tonumber(ARGV[2])
+local exp = now + ttl
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl + TOLERANCE_MS then
+  redis.call('PEXPIRE', KEYS[1], ttl + TOLERANCE_MS)
+end
+return {1, fence, exp, now}
