@@ -30,6 +30,12 @@ type leaseRec struct {
 	runEndWall                int64 // Unix ns, 0 if not recorded
 	releaseSeen               bool  // a release or release_error was recorded
 	cause                     string
+
+	// ops are the acquire (first) and the extends that succeeded, and
+	// releases the releases that succeeded, with when the server may have
+	// run them: what a data loss may have kept or discarded.
+	ops      []leaseOp
+	releases []leaseOp
 }
 
 // end is the end of the lease's validity in server ms: the earliest it may
@@ -60,7 +66,8 @@ func (l *leaseRec) blocksUntil(ttl time.Duration) int64 {
 	return expires + Tolerance.Milliseconds()
 }
 
-// fault is one injected fault, with both clocks.
+// fault is one injected fault, or a stall the harness recorded, with both
+// clocks.
 type fault struct {
 	kind, target       string
 	startMono, endMono int64
@@ -68,6 +75,26 @@ type fault struct {
 	recoveredWall      int64 // for kill: the restarted replica's Ready; else endWall
 	recoveredMono      int64
 	ended              bool
+}
+
+// hits reports whether f affected replica: it targeted it, or it is a
+// stall (which the checker takes for a pause of every replica).
+func (f *fault) hits(replica string) bool {
+	return f.target == replica || f.kind == history.FaultStall
+}
+
+// pauses reports whether f paused replica: a SIGSTOP of it, or a stall.
+func (f *fault) pauses(replica string) bool {
+	return f.hits(replica) && (f.kind == history.FaultStop || f.kind == history.FaultStall)
+}
+
+// redisDown reports whether f restarted redis-server.
+func (f *fault) redisDown() bool {
+	switch f.kind {
+	case history.FaultRedisRestart, history.FaultRedisWipe, history.FaultRedisRollback:
+		return true
+	}
+	return false
 }
 
 type key struct {
@@ -80,7 +107,8 @@ type indexed struct {
 	byFence  map[string]map[uint64]*leaseRec // job -> fence
 	attempts map[key][]history.Event         // acquire and acquire_error by occurrence
 	runs     map[key][]*leaseRec
-	faults   []*fault
+	faults   []*fault    // injected faults and stalls, in start order
+	losses   []*dataLoss // data losses, in order
 	replicas map[string]bool
 	ready    map[string][]int64 // replica -> Ready walls (ns)
 	shutdown int64              // first Shutdown wall (ns)
@@ -128,6 +156,8 @@ func index(events []history.Event) *indexed {
 			f := &fault{kind: e.Fault, target: e.Target, startMono: e.Mono, startWall: e.Wall}
 			ix.faults = append(ix.faults, f)
 			open[e.Fault+"/"+e.Target] = f
+		case history.DataLost:
+			ix.losses = append(ix.losses, lossFrom(e))
 		case history.FaultEnd:
 			if f := open[e.Fault+"/"+e.Target]; f != nil {
 				f.endMono, f.endWall, f.ended = e.Mono, e.Wall, true
@@ -138,7 +168,8 @@ func index(events []history.Event) *indexed {
 			}
 		case history.Acquire:
 			l := &leaseRec{replica: e.Replica, job: e.Job, fence: e.Fence, occurrence: e.Occurrence,
-				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono}
+				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono,
+				ops: []leaseOp{{sent: e.AcquiredAt, done: e.AcquiredAt, expiresAt: e.ExpiresAt}}}
 			ix.acquires = append(ix.acquires, l)
 			if ix.byFence[e.Job] == nil {
 				ix.byFence[e.Job] = map[uint64]*leaseRec{}
@@ -150,14 +181,16 @@ func index(events []history.Event) *indexed {
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
 		case history.Extend:
-			if l := get(e); l != nil && e.ExpiresAt > l.expiresAt {
-				l.expiresAt = e.ExpiresAt
+			if l := get(e); l != nil {
+				l.expiresAt = max(l.expiresAt, e.ExpiresAt)
+				l.ops = append(l.ops, leaseOp{sent: sentMs(e), done: e.Wall / 1e6, expiresAt: e.ExpiresAt})
 			}
 		case history.ExtendError:
 			ix.extendErrors = append(ix.extendErrors, e)
 		case history.Release:
 			if l := get(e); l != nil {
 				l.releasedAt, l.releaseSeen = e.SentWall/1e6, true
+				l.releases = append(l.releases, leaseOp{sent: e.SentWall / 1e6, done: e.Wall / 1e6})
 			}
 		case history.ReleaseError:
 			if l := get(e); l != nil {
@@ -200,6 +233,16 @@ func index(events []history.Event) *indexed {
 	return ix
 }
 
+// sentMs is when the request e records was sent, in wall ms: its Sent
+// (CLOCK_MONOTONIC) on e's wall clock, or e's own time if Sent is missing.
+func sentMs(e history.Event) int64 {
+	if e.Sent == 0 {
+		return e.Wall / 1e6
+	}
+	return wallAt(e, e.Sent) / 1e6
+}
+
+
 // killedIn reports whether replica was killed in [from, to] (Unix ns).
 func (ix *indexed) killedIn(replica string, from, to int64) bool {
 	for _, f := range ix.faultsOn(replica) {
@@ -210,11 +253,11 @@ func (ix *indexed) killedIn(replica string, from, to int64) bool {
 	return false
 }
 
-// faultsOn returns the faults that target replica.
+// faultsOn returns the faults that hit replica (see fault.hits).
 func (ix *indexed) faultsOn(replica string) []*fault {
 	var out []*fault
 	for _, f := range ix.faults {
-		if f.target == replica {
+		if f.hits(replica) {
 			out = append(out, f)
 		}
 	}

@@ -22,10 +22,14 @@ func (r Report) Table() string {
 	for _, k := range kinds {
 		row("  "+k, r.Faults[k])
 	}
+	row("stalls (machine)", r.Stalls)
 	row("runs", r.Runs)
 	row("leases acquired", r.Leases)
+	row("duplicate starts (explained)", len(r.DuplicateStarts))
+	row("leases lost with data", len(r.LostLeases))
 	row("writes accepted", r.Accepted)
 	row("writes rejected (stale)", r.Rejected)
+	row("writes refused (duplicate)", r.Duplicates)
 	row("writes failed (other)", r.WriteErrors)
 	row("occurrences checked", r.Occurrences)
 	reasons := map[string]int{}
@@ -44,6 +48,7 @@ func (r Report) Table() string {
 	row("holders cut off (ctx lost)", r.CutHolders)
 	row("handovers checked (5)", r.Handovers-r.Exempt)
 	row("  exempt (paused/killed)", r.Exempt)
+	row("  exempt (data loss)", r.ExemptDataLoss)
 	row("  undecided (within RTT)", r.Undecided)
 	row("violations", len(r.Violations))
 	for _, v := range r.Violations {

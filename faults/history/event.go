@@ -23,7 +23,7 @@ const (
 	RunStart      Kind = "run_start"      // the job function was called
 	CtxDone       Kind = "ctx_done"       // the run's context ended while the job ran: Cause
 	WriteAccepted Kind = "write_accepted" // fenced write committed: WriteID
-	WriteRejected Kind = "write_rejected" // fenced write refused with fencing.ErrStale
+	WriteRejected Kind = "write_rejected" // fenced write refused: Reason (stale: fencing.ErrStale; duplicate: fencing.ErrDuplicate), Err
 	WriteError    Kind = "write_error"    // write failed for another reason: Err
 	RunEnd        Kind = "run_end"        // the job function returned: Err
 	LeaseLost     Kind = "lease_lost"     // scheduler reported the lease lost: Cause
@@ -36,6 +36,13 @@ const (
 	HarnessEnd   Kind = "harness_end"
 	FaultStart   Kind = "fault_start" // Fault, Target
 	FaultEnd     Kind = "fault_end"   // Fault, Target
+	// DataLost: while redis-server was down in a redis_wipe or
+	// redis_rollback fault (Fault), its data was replaced: emptied, or put
+	// back to the copy of its append-only file taken from CopyStart to
+	// CopyEnd. Everything the old server wrote before this event and after
+	// CopyStart may be lost (all of it for a wipe); the new server starts
+	// after it.
+	DataLost Kind = "data_lost"
 )
 
 // Fault kinds.
@@ -45,6 +52,30 @@ const (
 	FaultBlackhole    = "blackhole"     // the replica's proxy forwards nothing
 	FaultCut          = "cut"           // the replica's proxy drops and refuses connections
 	FaultRedisRestart = "redis_restart" // redis-server restarted (Target "redis")
+	// FaultRedisWipe: redis-server restarted without its data (Target
+	// "redis"); a DataLost event marks the instant.
+	FaultRedisWipe = "redis_wipe"
+	// FaultRedisRollback: redis-server restarted from an older copy of its
+	// append-only file (Target "redis"); a DataLost event marks the instant
+	// and names the copy.
+	FaultRedisRollback = "redis_rollback"
+	// FaultStall: the harness's watchdog woke up late: the whole machine
+	// (Target "machine") may have stopped running processes from FaultStart
+	// to FaultEnd, which the harness records afterwards with the times of
+	// the window.
+	FaultStall = "stall"
+)
+
+// Fault targets other than a replica.
+const (
+	TargetRedis   = "redis"   // redis-server
+	TargetMachine = "machine" // every process on the machine (a stall)
+)
+
+// Reasons of a WriteRejected.
+const (
+	RejectStale     = "stale"     // fencing.ErrStale: a greater token was recorded
+	RejectDuplicate = "duplicate" // fencing.ErrDuplicate: the occurrence (or a later one) was written
 )
 
 // Causes of a run context's end (CtxDone, LeaseLost).
@@ -82,6 +113,12 @@ type Event struct {
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`
 	Seed   int64  `json:"seed,omitempty"`
+
+	// CopyStart and CopyEnd bound, in Unix ns (CLOCK_REALTIME), when the
+	// copy of the append-only file a DataLost put back was taken; zero for
+	// a wipe.
+	CopyStart int64 `json:"copy_start,omitempty"`
+	CopyEnd   int64 `json:"copy_end,omitempty"`
 }
 
 // Mono returns this machine's CLOCK_MONOTONIC reading in nanoseconds. It
