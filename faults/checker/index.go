@@ -242,7 +242,6 @@ func sentMs(e history.Event) int64 {
 	return wallAt(e, e.Sent) / 1e6
 }
 
-
 // killedIn reports whether replica was killed in [from, to] (Unix ns).
 func (ix *indexed) killedIn(replica string, from, to int64) bool {
 	for _, f := range ix.faultsOn(replica) {
