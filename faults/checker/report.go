@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Table returns the report as a summary table (faults by kind, runs,
@@ -53,6 +54,26 @@ func (r Report) Table() string {
 	row("violations", len(r.Violations))
 	for _, v := range r.Violations {
 		b.WriteString("    " + v.String() + "\n")
+	}
+	return b.String()
+}
+
+// Details lists what the checker explained, one line each: the duplicate
+// starts and lease overlaps that data loss explains, and the misses with
+// their reasons.
+func (r Report) Details() string {
+	var b strings.Builder
+	line := func(what, job string, occ int64, why string) {
+		fmt.Fprintf(&b, "%s %s occurrence %s: %s\n", what, job, time.UnixMilli(occ).UTC().Format("15:04:05.000"), why)
+	}
+	for _, d := range r.DuplicateStarts {
+		line("duplicate start", d.Job, d.Occurrence, d.Explanation)
+	}
+	for _, d := range r.LostLeases {
+		line("lease lost with data", d.Job, d.Occurrence, d.Explanation)
+	}
+	for _, m := range r.Misses {
+		line("miss ("+m.Reason+")", m.Job, m.Occurrence, m.Explanation)
 	}
 	return b.String()
 }
