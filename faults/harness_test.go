@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/faults/checker"
@@ -121,7 +122,10 @@ func TestFaults(t *testing.T) {
 		r.awaitReady(t)
 	}
 
-	f.inject(t, duration)
+	injected := f.inject(t, duration)
+	for _, kind := range faultKinds {
+		assert.NotZero(t, injected[kind], "no %s fault injected: a fault phase of %s is too short for every kind", kind, duration)
+	}
 	f.sleep(t, settle) // fault-free time at the end: the schedule is time-based
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -163,16 +167,18 @@ var faultKinds = []string{
 }
 
 // inject runs the fault schedule for d: one fault at a time, separated by
-// random gaps; every kind once (in random order) before random picks.
-func (f *fleet) inject(t *testing.T, d time.Duration) {
+// random gaps; every kind once (in random order) before random picks. It
+// returns how many faults of each kind it injected.
+func (f *fleet) inject(t *testing.T, d time.Duration) map[string]int {
 	t.Helper()
+	injected := map[string]int{}
 	end := time.Now().Add(d)
 	order := append([]string(nil), faultKinds...)
 	f.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	for n := 0; ; n++ {
 		gap := f.between(1500*time.Millisecond, 3*time.Second)
 		if time.Now().Add(gap).After(end) {
-			return
+			return injected
 		}
 		f.sleep(t, gap) // the schedule itself is time-based
 		kind := faultKinds[f.rng.IntN(len(faultKinds))]
@@ -180,6 +186,7 @@ func (f *fleet) inject(t *testing.T, d time.Duration) {
 			kind = order[n]
 		}
 		f.one(t, kind, f.target(t))
+		injected[kind]++
 	}
 }
 

@@ -292,3 +292,33 @@ func (h *fleetHistory) releaseLost(o, sent int64) {
 	e.Sent, e.SentWall, e.Err = sent*msNs, sent*msNs, "lease/redis: release: connection reset"
 	h.events = append(h.events, e)
 }
+
+// The scheduler retries a failed acquire within its occurrence: a replica
+// killed after recording an error for 5000 (at 5300) and before firing
+// 6000 may have had a retry of 5000 in flight, not only an acquire of a
+// later occurrence.
+func TestIndexed_Flights_KilledDuringRetry(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string // the outcome r3 recorded for 5000 at 5300
+		want   []flight
+	}{
+		{"after an error: a retry may be in flight", acquireError, []flight{{first: 5000, last: 5000, sent: 5300, latest: 5900}}},
+		{"after locked: nothing in flight", reasonLocked, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()
+			h.bystander(10000)
+			h.forget("r3", 5000, 6000)
+			h.attempt("r3", 5000, tt.reason, 5000, 5300)
+			h.fault(history.FaultKill, "r3", 5900, 6300)
+			h.restart("r3", 6400)
+			got := index(h.events).flights(job)
+			for i := range got {
+				got[i].what = ""
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
