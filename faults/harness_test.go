@@ -199,7 +199,10 @@ func (f *fleet) one(t *testing.T, kind string, r *replica) {
 	case history.FaultRedisRollback:
 		old = f.oldCopy(t) // before the fault starts: this may wait
 		fallthrough
-	case history.FaultRedisRestart, history.FaultRedisWipe:
+	case history.FaultRedisWipe:
+		f.sleep(t, f.justAfterOccurrence())
+		fallthrough
+	case history.FaultRedisRestart:
 		target = history.TargetRedis
 	}
 	hold := map[string][2]time.Duration{
@@ -264,6 +267,15 @@ func (f *fleet) target(t *testing.T) *replica {
 		}
 	}
 	return f.replicas[f.rng.IntN(len(f.replicas))]
+}
+
+// justAfterOccurrence returns how long to wait until 0-4ms past the next
+// whole second, an occurrence of every job: a data loss that begins then
+// meets replicas still acquiring the occurrence another has just claimed,
+// whose retries may claim it again from the new data.
+func (f *fleet) justAfterOccurrence() time.Duration {
+	now := time.Now()
+	return now.Truncate(time.Second).Add(time.Second).Sub(now) + f.between(0, 4*time.Millisecond)
 }
 
 func (f *fleet) between(lo, hi time.Duration) time.Duration {

@@ -4,16 +4,25 @@
 //
 //  1. Fencing order: per resource, in commit order (the writes table's
 //     serial id), no accepted write carries a token lower than an earlier
-//     accepted write.
-//  2. Once per occurrence: no occurrence of a job has accepted writes from
-//     two different leases.
+//     accepted write. Data loss does not excuse it: fences never go back.
+//  2. Once per occurrence, committed: no occurrence of a job has two
+//     committed writes (every run writes once), whatever their leases.
+//     Data loss does not excuse it: fencing.AdvanceOnce refuses a second
+//     write of an occurrence.
 //  3. Mutual exclusion in server time: for one job, no two leases are valid
 //     at the same server instant. A lease is valid from its AcquiredAt to
 //     its last confirmed ExpiresAt, or to the moment its Release was sent
 //     when that Release succeeded or may have run (its reply was lost, or
 //     the replica was killed after its run returned): the server's own
 //     account of the lease then is unknown, and only an acquire before the
-//     earliest instant the lease may have ended is a sure violation.
+//     earliest instant the lease may have ended is a sure violation. An
+//     overlap is explained (and counted) when Redis lost its data after the
+//     earlier lease was acquired and before the later one was, and
+//     afterwards the server surely knew no expiry of the earlier lease that
+//     kept it live, to the tolerance, at the later acquire: nothing, if the
+//     acquire may have been lost; otherwise the latest expiry set by an
+//     operation that surely ran before the copy put back was taken (or on
+//     the new data, before the later acquire).
 //  4. Liveness: every occurrence in the checked window ran, unless
 //     something explains the miss: the job's lease was held (by a running,
 //     stale or killed holder, as the histories show; when every replica
@@ -24,6 +33,13 @@
 //     whose reply was lost (a timeout, a cut connection: it may have run at
 //     any instant from its send to its failure), or one in flight when its
 //     replica was paused or killed. Unexplained misses are violations.
+//     Redis's restarts with data loss count as Redis down; a lease blocks
+//     only while the server may have known it: not after a data loss that
+//     surely discarded it (a wipe, or a rollback to a copy taken before its
+//     acquire or after its release), and, after a rollback whose copy may
+//     have held it, again from the data loss to the latest expiry the copy
+//     may have held (a lease put back: "restored"). A stall of the machine
+//     recorded by the harness counts as a pause of every replica.
 //
 // An acquire is in flight across a pause (SIGSTOP) if it was sent before
 // the pause began and its failure was recorded after (the replica woke to
@@ -45,9 +61,32 @@
 // the TTL, plus the tolerance.
 //  5. Cancellation before takeover: the run of a lease had its context
 //     cancelled (or had returned) before the job's next lease was acquired,
-//     in CLOCK_MONOTONIC time. Holders paused (SIGSTOP) or killed during
-//     their lease are exempt: Go cannot cancel a stopped process, and
-//     fencing (1) is what protects against them.
+//     in CLOCK_MONOTONIC time. Holders paused (SIGSTOP, or a stall of the
+//     machine) or killed during their lease are exempt: Go cannot cancel a
+//     stopped process, and fencing (1) is what protects against them. So
+//     are holders whose lease Redis lost with its data before the next
+//     acquire (as in 3): the holder learns it at its next renewal, and
+//     fencing (1, 2) protects the effect.
+//  6. Once per occurrence, started: no occurrence of a job is started by
+//     two leases, unless Redis may have lost the first lease's round claim
+//     with its data before the second acquire: a data loss lies between
+//     them, and no claim of that occurrence or a later one (by any recorded
+//     lease) was surely in the server's data at the second acquire. Such
+//     duplicate starts are counted and listed with their explanation;
+//     any other is a violation.
+//
+// What the server knew after a data loss is bounded from the histories: a
+// lease operation ran at some instant between its send and its reply; the
+// copy a rollback put back holds every write acknowledged before the copy
+// began and none made after it ended; a wipe keeps nothing. See
+// dataloss.go.
+//
+// A stall is a window in which the harness's watchdog woke up late (the
+// machine stopped running processes, the harness's own included). The
+// checker takes it for a pause of every replica and explains with it
+// exactly what such a pause explains: misses while no replica was healthy,
+// requests in flight across it, and exemption from (5). A stall of the
+// harness alone would be taken for one of the machine.
 //
 // Server time and local wall time are compared only because the harness
 // runs Redis and every replica on one machine, where both are this
