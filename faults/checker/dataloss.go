@@ -52,6 +52,7 @@ type leaseOp struct {
 	expiresAt  int64 // the expiry an acquire or extend set; 0 for a release
 }
 
+// lossFrom reads a DataLost event; the copy's bounds are rounded outward.
 func lossFrom(e history.Event) *dataLoss {
 	return &dataLoss{kind: e.Fault, at: e.Wall / 1e6, copyStart: e.CopyStart / 1e6, copyEnd: ceilMs(e.CopyEnd)}
 }
@@ -126,7 +127,7 @@ func (ix *indexed) lossOf(op leaseOp, t int64) *dataLoss {
 }
 
 // serverExpiry is the latest expiry of l that the server surely knew at
-// t, or 0 if it surely knew l (its acquire) at all is not certain.
+// t, or 0 if it may not have known l at all (its acquire may be lost).
 func (ix *indexed) serverExpiry(l *leaseRec, t int64) int64 {
 	var exp int64
 	for _, op := range l.ops {
