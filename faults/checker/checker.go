@@ -106,7 +106,7 @@ func Check(in Input) Report {
 	if in.Slack == 0 {
 		in.Slack = DefaultSlack
 	}
-	ix := index(in.Events)
+	ix := index(in.Events, in.Slack)
 	r := Report{Faults: map[string]int{}, Accepted: len(in.Writes), Leases: len(ix.acquires)}
 	for _, f := range ix.faults {
 		if f.kind == history.FaultStall {

@@ -50,6 +50,14 @@ func (l *leaseRec) end() int64 {
 	return end
 }
 
+// ttl is the lease's TTL, from its acquire's expiry.
+func (l *leaseRec) ttl() int64 {
+	if len(l.ops) == 0 {
+		return 0
+	}
+	return l.ops[0].expiresAt - l.ops[0].sent
+}
+
 // blocksUntil is when the lease stops blocking an acquire, in server ms:
 // its release, or its expiry plus the server's tolerance. It is the latest
 // the lease may have ended: a Release whose outcome is unknown may not have
@@ -119,7 +127,8 @@ type indexed struct {
 	extendErrors []history.Event
 }
 
-func index(events []history.Event) *indexed {
+// index reads events into an indexed run; slack is Input.Slack.
+func index(events []history.Event, slack time.Duration) *indexed {
 	ix := &indexed{
 		byFence:  map[string]map[uint64]*leaseRec{},
 		attempts: map[key][]history.Event{},
@@ -131,7 +140,13 @@ func index(events []history.Event) *indexed {
 	evs := append([]history.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
 	open := map[string]*fault{} // kind+target -> open fault
+	byLease := map[string]*leaseRec{} // replica and short lease ID
 	get := func(e history.Event) *leaseRec {
+		if e.Job == "" && e.Lease != "" {
+			// A release retried after its first attempt, recorded
+			// without its job by an older recording store.
+			return byLease[e.Replica+" "+e.Lease]
+		}
 		if m := ix.byFence[e.Job]; m != nil {
 			return m[e.Fence]
 		}
@@ -175,6 +190,7 @@ func index(events []history.Event) *indexed {
 				ix.byFence[e.Job] = map[uint64]*leaseRec{}
 			}
 			ix.byFence[e.Job][e.Fence] = l
+			byLease[e.Replica+" "+e.Lease] = l
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
 		case history.AcquireError:
@@ -195,8 +211,8 @@ func index(events []history.Event) *indexed {
 		case history.ReleaseError:
 			if l := get(e); l != nil {
 				l.releaseSeen = true
-				if e.Reason == "unknown" && e.SentWall != 0 {
-					l.mayEndAt = e.SentWall / 1e6
+				if outcomeUnknown(e) && e.SentWall != 0 && (l.mayEndAt == 0 || e.SentWall/1e6 < l.mayEndAt) {
+					l.mayEndAt = e.SentWall / 1e6 // the first that may have run
 				}
 			}
 		case history.RunStart:
@@ -229,7 +245,7 @@ func index(events []history.Event) *indexed {
 			l.mayEndAt = l.runEndWall / 1e6
 		}
 	}
-	ix.unrecordedExtends()
+	ix.unrecordedExtends(slack)
 	return ix
 }
 

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cronguard/cronguard/faults/history"
@@ -179,25 +180,52 @@ func explainFlight(flights []flight, job Job, o int64) string {
 }
 
 // unrecordedExtends sets extendMayRunUntil on the leases whose heartbeat
-// may have had an Extend in flight when their replica was paused or
-// killed: an extend_error recorded after a pause that began after it was
-// sent, or a kill (the first after the acquire) while the heartbeat was
-// going on (the run had neither returned nor had its context ended). Such an Extend ran, if at all, while the lease
-// was live: by its confirmed expiry plus the tolerance.
-func (ix *indexed) unrecordedExtends() {
+// may have extended them without its replica learning it:
+//
+//   - an Extend whose reply was lost (its failure has an unknown outcome: a
+//     timeout, a broken connection) may have run from its send to its
+//     failure, plus slack for a request already delivered when the
+//     connection broke, as for a lost acquire reply;
+//   - an Extend in flight when its replica was paused (an extend_error
+//     recorded after a pause that began after it was sent) may have run
+//     until the later of the resume and its failure;
+//   - one in flight at a kill (the first after the acquire) while the
+//     heartbeat was going on (the run had neither returned nor had its
+//     context ended) may have run until the kill.
+//
+// An Extend runs only on a live lease: by the latest expiry the lease may
+// have had (confirmed, or set by an earlier such Extend) plus the
+// tolerance.
+func (ix *indexed) unrecordedExtends(slack time.Duration) {
 	tol := Tolerance.Milliseconds()
-	mayRun := func(l *leaseRec, latest int64) {
-		l.extendMayRunUntil = max(l.extendMayRunUntil, min(latest, l.expiresAt+tol))
+	// mayRun records an Extend of l sent at sent that may have run until
+	// latest (server ms), if the lease may have been live by then.
+	mayRun := func(l *leaseRec, sent, latest int64) {
+		exp := l.expiresAt
+		if l.extendMayRunUntil != 0 {
+			exp = max(exp, l.extendMayRunUntil+l.ttl())
+		}
+		if sent > exp+tol {
+			return // the lease was gone before it was sent
+		}
+		l.extendMayRunUntil = max(l.extendMayRunUntil, min(latest, exp+tol))
 	}
-	for _, e := range ix.extendErrors {
+	for _, e := range ix.extendErrors { // in send order: a replica renews a lease one Extend at a time
 		l := ix.byFence[e.Job][e.Fence]
 		if l == nil || e.Sent == 0 {
 			continue
 		}
+		var latest int64
+		if outcomeUnknown(e) {
+			latest = e.Wall/1e6 + slack.Milliseconds()
+		}
 		for _, f := range ix.faultsOn(e.Replica) {
 			if pausedAcross(e, f) {
-				mayRun(l, pausedUntil(e, f)/1e6)
+				latest = max(latest, pausedUntil(e, f)/1e6)
 			}
+		}
+		if latest != 0 {
+			mayRun(l, sentMs(e), latest)
 		}
 	}
 	for _, l := range ix.acquires {
@@ -206,11 +234,21 @@ func (ix *indexed) unrecordedExtends() {
 				continue
 			}
 			if done := firstNonZero(l.ctxDone, l.runEnd); done == 0 || done > f.startMono {
-				mayRun(l, f.startWall/1e6)
+				mayRun(l, 0, f.startWall/1e6)
 			}
 			break // the first kill after the acquire ended its process
 		}
 	}
+}
+
+// outcomeUnknown reports whether e, a failed Extend or Release, may have
+// run on the server: its reason says so, or, in a history recorded before
+// extends had reasons, its error is not the server's "not held".
+func outcomeUnknown(e history.Event) bool {
+	if e.Reason != "" {
+		return e.Reason == history.OutcomeUnknown
+	}
+	return !strings.Contains(e.Err, "not held")
 }
 
 // pausedAcross reports whether f paused the replica that recorded e, a

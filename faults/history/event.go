@@ -16,7 +16,7 @@ const (
 	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent
 	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, error), Err
 	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
-	ExtendError   Kind = "extend_error"   // Store.Extend failed: Err
+	ExtendError   Kind = "extend_error"   // Store.Extend failed: Reason (not_held, unknown), Err, Sent
 	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall
 	ReleaseError  Kind = "release_error"  // Store.Release failed: Reason (not_held, unknown), Err, Sent, SentWall
 	Skip          Kind = "skip"           // scheduler skipped an occurrence: Reason
@@ -70,6 +70,12 @@ const (
 const (
 	TargetRedis   = "redis"   // redis-server
 	TargetMachine = "machine" // every process on the machine (a stall)
+)
+
+// Reasons of an ExtendError or a ReleaseError.
+const (
+	OutcomeNotHeld = "not_held" // the server said the lease was not held: the request did nothing
+	OutcomeUnknown = "unknown"  // the reply was lost or unreadable: the request may have run
 )
 
 // Reasons of a WriteRejected.
