@@ -139,7 +139,7 @@ func index(events []history.Event, slack time.Duration) *indexed {
 	}
 	evs := append([]history.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
-	open := map[string]*fault{} // kind+target -> open fault
+	open := map[string]*fault{}       // kind+target -> open fault
 	byLease := map[string]*leaseRec{} // replica and short lease ID
 	get := func(e history.Event) *leaseRec {
 		if e.Job == "" && e.Lease != "" {

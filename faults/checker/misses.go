@@ -108,7 +108,7 @@ func explain(in Input, ix *indexed, blocks []blocked, flights []flight, job Job,
 			why := fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
 				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(min(l.end(), s.to)))
 			if l.extendMayRunUntil != 0 {
-				why += fmt.Sprintf(", and blocked until %s if an extend in flight when %s was paused or killed ran",
+				why += fmt.Sprintf(", and blocked until %s if an extend of %s whose outcome it never learned (a lost reply, or in flight at a pause or kill) ran",
 					ms(s.to), l.replica)
 			}
 			return "held", why
