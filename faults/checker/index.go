@@ -113,7 +113,7 @@ type key struct {
 type indexed struct {
 	acquires []*leaseRec                     // in acquire reply order (Mono)
 	byFence  map[string]map[uint64]*leaseRec // job -> fence
-	attempts map[key][]history.Event         // acquire and acquire_error by occurrence
+	attempts map[key][]history.Event         // acquire, acquire_error and skip by occurrence
 	runs     map[key][]*leaseRec
 	faults   []*fault    // injected faults and stalls, in start order
 	losses   []*dataLoss // data losses, in order
@@ -193,7 +193,7 @@ func index(events []history.Event, slack time.Duration) *indexed {
 			byLease[e.Replica+" "+e.Lease] = l
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
-		case history.AcquireError:
+		case history.AcquireError, history.Skip:
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
 		case history.Extend:

@@ -30,6 +30,16 @@ func checkMisses(in Input, ix *indexed, r *Report) {
 			if len(ix.runs[key{job.Name, o}]) > 0 {
 				continue
 			}
+			if why, explained := ix.claimedNotRun(job, o); why != "" {
+				// Redis was up and the round was taken: only the winner's
+				// death explains the miss.
+				if explained {
+					r.Misses = append(r.Misses, Miss{Job: job.Name, Occurrence: o, Reason: "killed_winner", Explanation: why})
+				} else {
+					r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o, Detail: why})
+				}
+				continue
+			}
 			reason, why := explain(in, ix, blocks, flights, job, o)
 			if reason == "" {
 				r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o,
@@ -39,6 +49,35 @@ func checkMisses(in Input, ix *indexed, r *Report) {
 			r.Misses = append(r.Misses, Miss{Job: job.Name, Occurrence: o, Reason: reason, Explanation: why})
 		}
 	}
+}
+
+// claimedNotRun looks for a recorded lease that acquired occurrence o of
+// job, which did not run: its replica won the round, so no other could
+// run the occurrence, and Redis was answering. The miss is explained only
+// if that replica was killed within the TTL after the acquire (before it
+// could record the run's start); otherwise the winner declined to run what
+// it claimed, a violation. It returns "" if no lease acquired o.
+func (ix *indexed) claimedNotRun(job Job, o int64) (why string, explained bool) {
+	for _, a := range ix.attempts[key{job.Name, o}] {
+		if a.Kind != history.Acquire {
+			continue
+		}
+		for _, f := range ix.faultsOn(a.Replica) {
+			if f.kind == history.FaultKill && f.startMono >= a.Mono && f.startMono <= a.Mono+job.TTL.Nanoseconds() {
+				return fmt.Sprintf("lease %d of %s acquired it at %s; %s was killed at %s before starting the run",
+					a.Fence, a.Replica, ms(a.AcquiredAt), a.Replica, ms(f.startWall/1e6)), true
+			}
+		}
+		var skips []string
+		for _, e := range ix.attempts[key{job.Name, o}] {
+			if e.Kind == history.Skip && e.Replica == a.Replica {
+				skips = append(skips, e.Reason)
+			}
+		}
+		return fmt.Sprintf("lease %d of %s acquired it at %s (claiming its round) and did not run it (skipped: %s); attempts: %s",
+			a.Fence, a.Replica, ms(a.AcquiredAt), strings.Join(skips, ", "), attempts(ix.attempts[key{job.Name, o}])), false
+	}
+	return "", false
 }
 
 // window returns the occurrences (4) checks: Input's From and To, or from
