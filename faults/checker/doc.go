@@ -43,7 +43,11 @@
 //     have held it, again from the data loss to the latest expiry the copy
 //     may have held (a lease put back: "restored"). A stall of the machine
 //     recorded by the harness counts as a pause of every replica. Requests
-//     whose outcome was lost are described below.
+//     whose outcome was lost are described below. An occurrence whose
+//     round a recorded lease claimed, and that no run started, is missed
+//     by the winner's choice (Redis was answering, no other replica could
+//     claim it): a violation unless the winner was killed within the TTL
+//     after its acquire.
 //
 //  5. Cancellation before takeover: the run of a lease had its context
 //     cancelled (or had returned) before the job's next lease was acquired,
