@@ -60,7 +60,7 @@ func (v Violation) String() string {
 type Miss struct {
 	Job         string
 	Occurrence  int64  // Unix ms
-	Reason      string // a short class: held, restored, redis_down, in_flight, lost_reply, stall, no_healthy_replica
+	Reason      string // a short class: held, restored, killed_winner, redis_down, in_flight, lost_reply, stall, no_healthy_replica
 	Explanation string
 }
 
