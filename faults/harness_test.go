@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/dbtest"
@@ -49,6 +51,7 @@ type fleet struct {
 	hist     *history.Writer
 	rng      *rand.Rand
 	leases   lease.Store // direct to Redis: who holds a job's lease
+	aof      *aofRing    // copies of Redis's append-only file, for redis_rollback
 }
 
 // holderBias is the probability that a fault targets a lease holder.
@@ -93,7 +96,8 @@ func TestFaults(t *testing.T) {
 	t.Cleanup(func() { _ = hist.Close() })
 	leases, err := leaseredis.New(redis.Client(t))
 	require.NoError(t, err)
-	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), leases: leases}
+	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), leases: leases,
+		aof: newAOFRing(t, redis)}
 	for i := range *flagReplicas {
 		f.replicas = append(f.replicas, &replica{
 			name: "r" + strconv.Itoa(i+1), bin: bin, dir: dir, dsn: pg.DSN, seed: seed,
@@ -109,6 +113,9 @@ func TestFaults(t *testing.T) {
 		}
 	})
 	f.record(t, history.Event{Kind: history.HarnessStart, Seed: seed})
+	dog := startWatchdog(t, hist)
+	stopDog := sync.OnceValue(dog.stop)
+	t.Cleanup(func() { stopDog() }) // on a failed require below
 	for _, r := range f.replicas {
 		r.start(t)
 	}
@@ -116,14 +123,18 @@ func TestFaults(t *testing.T) {
 		r.awaitReady(t)
 	}
 
-	f.inject(t, duration)
-	time.Sleep(settle) // fault-free time at the end: the schedule is time-based
+	injected := f.inject(t, duration)
+	for _, kind := range faultKinds {
+		assert.NotZero(t, injected[kind], "no %s fault injected: a fault phase of %s is too short for every kind", kind, duration)
+	}
+	f.sleep(t, settle) // fault-free time at the end: the schedule is time-based
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	for _, r := range f.replicas {
 		r.stop(ctx)
 	}
+	stalls := stopDog()
 	f.record(t, history.Event{Kind: history.HarnessEnd})
 
 	events, err := history.ReadDir(dir)
@@ -132,7 +143,7 @@ func TestFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, history.SaveWrites(filepath.Join(dir, history.WritesFile), writes))
 	rep := checker.Check(checker.Input{Events: events, Writes: writes, Jobs: CheckerJobs()})
-	t.Logf("seed %d, fault phase %s, %d replicas\n%s", seed, duration, len(f.replicas), rep.Table())
+	t.Logf("seed %d, fault phase %s, %d replicas, %d stalls\n%s", seed, duration, len(f.replicas), stalls, rep.Table())
 	require.NotZero(t, rep.Runs, "no run at all")
 	require.NotZero(t, rep.Occurrences, "no occurrence checked")
 	if len(rep.Violations) > 0 {
@@ -153,26 +164,30 @@ func TestFaults(t *testing.T) {
 // faultKinds are the faults inject chooses from.
 var faultKinds = []string{
 	history.FaultKill, history.FaultStop, history.FaultBlackhole, history.FaultCut, history.FaultRedisRestart,
+	history.FaultRedisWipe, history.FaultRedisRollback,
 }
 
 // inject runs the fault schedule for d: one fault at a time, separated by
-// random gaps; every kind once (in random order) before random picks.
-func (f *fleet) inject(t *testing.T, d time.Duration) {
+// random gaps; every kind once (in random order) before random picks. It
+// returns how many faults of each kind it injected.
+func (f *fleet) inject(t *testing.T, d time.Duration) map[string]int {
 	t.Helper()
+	injected := map[string]int{}
 	end := time.Now().Add(d)
 	order := append([]string(nil), faultKinds...)
 	f.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	for n := 0; ; n++ {
 		gap := f.between(1500*time.Millisecond, 3*time.Second)
 		if time.Now().Add(gap).After(end) {
-			return
+			return injected
 		}
-		time.Sleep(gap) // the schedule itself is time-based
+		f.sleep(t, gap) // the schedule itself is time-based
 		kind := faultKinds[f.rng.IntN(len(faultKinds))]
 		if n < len(order) {
 			kind = order[n]
 		}
 		f.one(t, kind, f.target(t))
+		injected[kind]++
 	}
 }
 
@@ -180,8 +195,19 @@ func (f *fleet) inject(t *testing.T, d time.Duration) {
 func (f *fleet) one(t *testing.T, kind string, r *replica) {
 	t.Helper()
 	target := r.name
-	if kind == history.FaultRedisRestart {
-		target = "redis"
+	var old aofCopy
+	switch kind {
+	case history.FaultRedisWipe, history.FaultRedisRollback:
+		if kind == history.FaultRedisRollback {
+			f.oldCopy(t) // the first fault may come before any copy is old enough
+		}
+		f.sleep(t, f.justAfterOccurrence())
+		if kind == history.FaultRedisRollback {
+			old = f.oldCopy(t) // copies are 2s apart: one is aged 2-6s, no wait
+		}
+		fallthrough
+	case history.FaultRedisRestart:
+		target = history.TargetRedis
 	}
 	hold := map[string][2]time.Duration{
 		history.FaultKill:      {time.Second, 3 * time.Second},
@@ -189,30 +215,35 @@ func (f *fleet) one(t *testing.T, kind string, r *replica) {
 		history.FaultBlackhole: {2 * time.Second, 4 * time.Second},
 		history.FaultCut:       {time.Second, 3 * time.Second},
 	}[kind]
-	wait := f.between(hold[0], hold[1])
+	var wait time.Duration
+	if hold[1] > 0 {
+		wait = f.between(hold[0], hold[1])
+	}
 	f.record(t, history.Event{Kind: history.FaultStart, Fault: kind, Target: target})
 	switch kind {
 	case history.FaultKill:
 		r.kill(t)
-		time.Sleep(wait)
+		f.sleep(t, wait)
 		r.start(t)
 		f.record(t, history.Event{Kind: history.FaultEnd, Fault: kind, Target: target})
 		r.awaitReady(t)
 		return
 	case history.FaultStop:
 		r.signal(t, syscall.SIGSTOP)
-		time.Sleep(wait)
+		f.sleep(t, wait)
 		r.signal(t, syscall.SIGCONT)
 	case history.FaultBlackhole:
 		r.proxy.Blackhole()
-		time.Sleep(wait)
+		f.sleep(t, wait)
 		r.proxy.Restore()
 	case history.FaultCut:
 		r.proxy.Cut()
-		time.Sleep(wait)
+		f.sleep(t, wait)
 		r.proxy.Restore()
 	case history.FaultRedisRestart:
 		f.redis.Restart()
+	case history.FaultRedisWipe, history.FaultRedisRollback:
+		f.restartLosingData(t, kind, old)
 	}
 	f.record(t, history.Event{Kind: history.FaultEnd, Fault: kind, Target: target})
 }
@@ -240,6 +271,15 @@ func (f *fleet) target(t *testing.T) *replica {
 		}
 	}
 	return f.replicas[f.rng.IntN(len(f.replicas))]
+}
+
+// justAfterOccurrence returns how long to wait until 0-4ms past the next
+// whole second, an occurrence of every job: a data loss that begins then
+// meets replicas still acquiring the occurrence another has just claimed,
+// whose retries may claim it again from the new data.
+func (f *fleet) justAfterOccurrence() time.Duration {
+	now := time.Now()
+	return now.Truncate(time.Second).Add(time.Second).Sub(now) + f.between(0, 4*time.Millisecond)
 }
 
 func (f *fleet) between(lo, hi time.Duration) time.Duration {

@@ -41,7 +41,7 @@ type Input struct {
 
 // Violation is a broken guarantee.
 type Violation struct {
-	Check      int    // 1 to 5, as in the package documentation
+	Check      int    // 1 to 6, as in the package documentation
 	Job        string // the job (resource)
 	Occurrence int64  // Unix ms, when it applies
 	Detail     string
@@ -60,7 +60,15 @@ func (v Violation) String() string {
 type Miss struct {
 	Job         string
 	Occurrence  int64  // Unix ms
-	Reason      string // a short class: held, redis_down, in_flight, lost_reply, no_healthy_replica
+	Reason      string // a short class: held, restored, killed_winner, redis_down, in_flight, lost_reply, stall, no_healthy_replica
+	Explanation string
+}
+
+// Explained is an anomaly that Redis's data loss explains: a duplicate
+// start (6) or a lease overlap (3).
+type Explained struct {
+	Job         string
+	Occurrence  int64 // Unix ms: the occurrence started twice, or of the later lease
 	Explanation string
 }
 
@@ -69,17 +77,28 @@ type Report struct {
 	Violations []Violation
 	Misses     []Miss // explained misses
 
-	Faults      map[string]int // injected faults by kind
-	Runs        int            // run_start events
-	Leases      int            // recorded acquires
-	Accepted    int            // rows in the writes table
-	Rejected    int            // writes refused with fencing.ErrStale
-	WriteErrors int            // writes that failed otherwise
-	Occurrences int            // occurrences checked by (4)
-	CutHolders  int            // runs whose context ended with a lost/unconfirmed lease
-	Handovers   int            // lease handovers checked by (5)
-	Exempt      int            // handovers exempt from (5): holder paused or killed
-	Undecided   int            // handovers where ctx-done fell between the next acquire's send and reply
+	// DuplicateStarts are the occurrences started by two leases where the
+	// server may have lost the first claim with its data (6), one entry
+	// per pair of leases.
+	DuplicateStarts []Explained
+	// LostLeases are the lease overlaps (3) where the server may have lost
+	// the earlier lease with its data, one entry per pair of leases.
+	LostLeases []Explained
+
+	Faults         map[string]int // injected faults by kind
+	Stalls         int            // stalls the harness's watchdog recorded
+	Runs           int            // run_start events
+	Leases         int            // recorded acquires
+	Accepted       int            // rows in the writes table
+	Rejected       int            // writes refused with fencing.ErrStale
+	Duplicates     int            // writes refused with fencing.ErrDuplicate
+	WriteErrors    int            // writes that failed otherwise
+	Occurrences    int            // occurrences checked by (4)
+	CutHolders     int            // runs whose context ended with a lost/unconfirmed lease
+	Handovers      int            // lease handovers checked by (5)
+	Exempt         int            // handovers exempt from (5): holder paused (or stalled) or killed
+	ExemptDataLoss int            // handovers exempt from (5): the server lost the holder's lease with its data
+	Undecided      int            // handovers where ctx-done fell between the next acquire's send and reply
 }
 
 // Check runs every check and returns the report.
@@ -87,9 +106,13 @@ func Check(in Input) Report {
 	if in.Slack == 0 {
 		in.Slack = DefaultSlack
 	}
-	ix := index(in.Events)
+	ix := index(in.Events, in.Slack)
 	r := Report{Faults: map[string]int{}, Accepted: len(in.Writes), Leases: len(ix.acquires)}
 	for _, f := range ix.faults {
+		if f.kind == history.FaultStall {
+			r.Stalls++
+			continue
+		}
 		r.Faults[f.kind]++
 	}
 	for _, e := range in.Events {
@@ -97,16 +120,21 @@ func Check(in Input) Report {
 		case history.RunStart:
 			r.Runs++
 		case history.WriteRejected:
-			r.Rejected++
+			if e.Reason == history.RejectDuplicate {
+				r.Duplicates++
+			} else {
+				r.Rejected++
+			}
 		case history.WriteError:
 			r.WriteErrors++
 		}
 	}
 	r.Violations = append(r.Violations, checkFenceOrder(in.Writes)...)
 	r.Violations = append(r.Violations, checkOncePerOccurrence(in.Writes)...)
-	r.Violations = append(r.Violations, checkExclusion(ix)...)
+	checkExclusion(ix, &r)
 	checkMisses(in, ix, &r)
 	checkCancellation(ix, &r)
+	checkStarts(ix, &r)
 	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].Check < r.Violations[j].Check })
 	return r
 }

@@ -30,6 +30,12 @@ type leaseRec struct {
 	runEndWall                int64 // Unix ns, 0 if not recorded
 	releaseSeen               bool  // a release or release_error was recorded
 	cause                     string
+
+	// ops are the acquire (first) and the extends that succeeded, and
+	// releases the releases that succeeded, with when the server may have
+	// run them: what a data loss may have kept or discarded.
+	ops      []leaseOp
+	releases []leaseOp
 }
 
 // end is the end of the lease's validity in server ms: the earliest it may
@@ -42,6 +48,14 @@ func (l *leaseRec) end() int64 {
 		}
 	}
 	return end
+}
+
+// ttl is the lease's TTL, from its acquire's expiry.
+func (l *leaseRec) ttl() int64 {
+	if len(l.ops) == 0 {
+		return 0
+	}
+	return l.ops[0].expiresAt - l.ops[0].sent
 }
 
 // blocksUntil is when the lease stops blocking an acquire, in server ms:
@@ -60,7 +74,8 @@ func (l *leaseRec) blocksUntil(ttl time.Duration) int64 {
 	return expires + Tolerance.Milliseconds()
 }
 
-// fault is one injected fault, with both clocks.
+// fault is one injected fault, or a stall the harness recorded, with both
+// clocks.
 type fault struct {
 	kind, target       string
 	startMono, endMono int64
@@ -68,6 +83,26 @@ type fault struct {
 	recoveredWall      int64 // for kill: the restarted replica's Ready; else endWall
 	recoveredMono      int64
 	ended              bool
+}
+
+// hits reports whether f affected replica: it targeted it, or it is a
+// stall (which the checker takes for a pause of every replica).
+func (f *fault) hits(replica string) bool {
+	return f.target == replica || f.kind == history.FaultStall
+}
+
+// pauses reports whether f paused replica: a SIGSTOP of it, or a stall.
+func (f *fault) pauses(replica string) bool {
+	return f.hits(replica) && (f.kind == history.FaultStop || f.kind == history.FaultStall)
+}
+
+// redisDown reports whether f restarted redis-server.
+func (f *fault) redisDown() bool {
+	switch f.kind {
+	case history.FaultRedisRestart, history.FaultRedisWipe, history.FaultRedisRollback:
+		return true
+	}
+	return false
 }
 
 type key struct {
@@ -78,9 +113,10 @@ type key struct {
 type indexed struct {
 	acquires []*leaseRec                     // in acquire reply order (Mono)
 	byFence  map[string]map[uint64]*leaseRec // job -> fence
-	attempts map[key][]history.Event         // acquire and acquire_error by occurrence
+	attempts map[key][]history.Event         // acquire, acquire_error and skip by occurrence
 	runs     map[key][]*leaseRec
-	faults   []*fault
+	faults   []*fault    // injected faults and stalls, in start order
+	losses   []*dataLoss // data losses, in order
 	replicas map[string]bool
 	ready    map[string][]int64 // replica -> Ready walls (ns)
 	shutdown int64              // first Shutdown wall (ns)
@@ -91,7 +127,8 @@ type indexed struct {
 	extendErrors []history.Event
 }
 
-func index(events []history.Event) *indexed {
+// index reads events into an indexed run; slack is Input.Slack.
+func index(events []history.Event, slack time.Duration) *indexed {
 	ix := &indexed{
 		byFence:  map[string]map[uint64]*leaseRec{},
 		attempts: map[key][]history.Event{},
@@ -102,8 +139,14 @@ func index(events []history.Event) *indexed {
 	}
 	evs := append([]history.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
-	open := map[string]*fault{} // kind+target -> open fault
+	open := map[string]*fault{}       // kind+target -> open fault
+	byLease := map[string]*leaseRec{} // replica and short lease ID
 	get := func(e history.Event) *leaseRec {
+		if e.Job == "" && e.Lease != "" {
+			// A release retried after its first attempt, recorded
+			// without its job by an older recording store.
+			return byLease[e.Replica+" "+e.Lease]
+		}
 		if m := ix.byFence[e.Job]; m != nil {
 			return m[e.Fence]
 		}
@@ -128,6 +171,8 @@ func index(events []history.Event) *indexed {
 			f := &fault{kind: e.Fault, target: e.Target, startMono: e.Mono, startWall: e.Wall}
 			ix.faults = append(ix.faults, f)
 			open[e.Fault+"/"+e.Target] = f
+		case history.DataLost:
+			ix.losses = append(ix.losses, lossFrom(e))
 		case history.FaultEnd:
 			if f := open[e.Fault+"/"+e.Target]; f != nil {
 				f.endMono, f.endWall, f.ended = e.Mono, e.Wall, true
@@ -138,32 +183,36 @@ func index(events []history.Event) *indexed {
 			}
 		case history.Acquire:
 			l := &leaseRec{replica: e.Replica, job: e.Job, fence: e.Fence, occurrence: e.Occurrence,
-				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono}
+				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono,
+				ops: []leaseOp{{sent: e.AcquiredAt, done: e.AcquiredAt, expiresAt: e.ExpiresAt}}}
 			ix.acquires = append(ix.acquires, l)
 			if ix.byFence[e.Job] == nil {
 				ix.byFence[e.Job] = map[uint64]*leaseRec{}
 			}
 			ix.byFence[e.Job][e.Fence] = l
+			byLease[e.Replica+" "+e.Lease] = l
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
-		case history.AcquireError:
+		case history.AcquireError, history.Skip:
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
 		case history.Extend:
-			if l := get(e); l != nil && e.ExpiresAt > l.expiresAt {
-				l.expiresAt = e.ExpiresAt
+			if l := get(e); l != nil {
+				l.expiresAt = max(l.expiresAt, e.ExpiresAt)
+				l.ops = append(l.ops, leaseOp{sent: sentMs(e), done: e.Wall / 1e6, expiresAt: e.ExpiresAt})
 			}
 		case history.ExtendError:
 			ix.extendErrors = append(ix.extendErrors, e)
 		case history.Release:
 			if l := get(e); l != nil {
 				l.releasedAt, l.releaseSeen = e.SentWall/1e6, true
+				l.releases = append(l.releases, leaseOp{sent: e.SentWall / 1e6, done: e.Wall / 1e6})
 			}
 		case history.ReleaseError:
 			if l := get(e); l != nil {
 				l.releaseSeen = true
-				if e.Reason == "unknown" && e.SentWall != 0 {
-					l.mayEndAt = e.SentWall / 1e6
+				if outcomeUnknown(e) && e.SentWall != 0 && (l.mayEndAt == 0 || e.SentWall/1e6 < l.mayEndAt) {
+					l.mayEndAt = e.SentWall / 1e6 // the first that may have run
 				}
 			}
 		case history.RunStart:
@@ -196,8 +245,17 @@ func index(events []history.Event) *indexed {
 			l.mayEndAt = l.runEndWall / 1e6
 		}
 	}
-	ix.unrecordedExtends()
+	ix.unrecordedExtends(slack)
 	return ix
+}
+
+// sentMs is when the request e records was sent, in wall ms: its Sent
+// (CLOCK_MONOTONIC) on e's wall clock, or e's own time if Sent is missing.
+func sentMs(e history.Event) int64 {
+	if e.Sent == 0 {
+		return e.Wall / 1e6
+	}
+	return wallAt(e, e.Sent) / 1e6
 }
 
 // killedIn reports whether replica was killed in [from, to] (Unix ns).
@@ -210,11 +268,11 @@ func (ix *indexed) killedIn(replica string, from, to int64) bool {
 	return false
 }
 
-// faultsOn returns the faults that target replica.
+// faultsOn returns the faults that hit replica (see fault.hits).
 func (ix *indexed) faultsOn(replica string) []*fault {
 	var out []*fault
 	for _, f := range ix.faults {
-		if f.target == replica {
+		if f.hits(replica) {
 			out = append(out, f)
 		}
 	}

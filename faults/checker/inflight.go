@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cronguard/cronguard/faults/history"
@@ -70,7 +71,11 @@ func (ix *indexed) flights(job Job) []flight {
 	for _, f := range ix.faults {
 		switch f.kind {
 		case history.FaultStop:
-			out = append(out, ix.pausedAcquires(job, f)...)
+			out = append(out, ix.pausedAcquires(job, f, f.target)...)
+		case history.FaultStall:
+			for _, name := range ix.replicaNames() {
+				out = append(out, ix.pausedAcquires(job, f, name)...)
+			}
 		case history.FaultKill:
 			if fl, ok := ix.killedAcquire(job, f, step, slack); ok {
 				out = append(out, fl)
@@ -80,21 +85,22 @@ func (ix *indexed) flights(job Job) []flight {
 	return out
 }
 
-// pausedAcquires returns the acquires of job sent by f's target before the
-// pause f began whose failure (an unknown outcome) was recorded only after
-// it began: the replica resumed and found the acquire failed, most often
-// with a deadline that passed while it was stopped.
-func (ix *indexed) pausedAcquires(job Job, f *fault) []flight {
+// pausedAcquires returns the acquires of job sent by replica before the
+// pause f (a SIGSTOP of it, or a stall) began whose failure (an unknown
+// outcome) was recorded only after it began: the replica resumed and found
+// the acquire failed, most often with a deadline that passed while it was
+// stopped.
+func (ix *indexed) pausedAcquires(job Job, f *fault, replica string) []flight {
 	var out []flight
-	for _, e := range ix.history[f.target] {
+	for _, e := range ix.history[replica] {
 		if e.Kind != history.AcquireError || e.Job != job.Name || e.Reason != acquireError || !pausedAcross(e, f) {
 			continue
 		}
 		out = append(out, flight{
 			first: e.Occurrence, last: e.Occurrence,
 			sent: wallAt(e, e.Sent) / 1e6, latest: pausedUntil(e, f) / 1e6,
-			what: fmt.Sprintf("acquire by %s for %s, sent at %s, was in flight when %s was paused at %s (resumed %s, failed %s)",
-				f.target, ms(e.Occurrence), ms(wallAt(e, e.Sent)/1e6), f.target, ms(f.startWall/1e6), ms(f.endWall/1e6), ms(e.Wall/1e6)),
+			what: fmt.Sprintf("acquire by %s for %s, sent at %s, was in flight when %s was paused at %s (%s, resumed %s, failed %s)",
+				replica, ms(e.Occurrence), ms(wallAt(e, e.Sent)/1e6), replica, ms(f.startWall/1e6), f.kind, ms(f.endWall/1e6), ms(e.Wall/1e6)),
 		})
 	}
 	return out
@@ -105,8 +111,10 @@ func (ix *indexed) pausedAcquires(job Job, f *fault) []flight {
 // acquires one job's occurrences one at a time and in order, and records
 // each outcome before it sends the next acquire, so the one in flight is
 // for an occurrence after the last one whose outcome the killed process
-// recorded (or after its start) and fired before the kill. If there is no
-// such occurrence, nothing was in flight.
+// recorded (or after its start) and fired before the kill, or, when that
+// outcome was an error, a retry of the same occurrence (the scheduler
+// retries within the occurrence). If there is no such occurrence, nothing
+// was in flight.
 func (ix *indexed) killedAcquire(job Job, f *fault, step, slack int64) (flight, bool) {
 	var (
 		readyWall int64
@@ -114,6 +122,7 @@ func (ix *indexed) killedAcquire(job Job, f *fault, step, slack int64) (flight, 
 		lastOcc   int64
 		lastWall  int64
 		recorded  bool
+		retry     bool // the last outcome was an error: a retry may follow
 	)
 	for _, e := range ix.history[f.target] {
 		if e.Mono >= f.startMono {
@@ -126,6 +135,7 @@ func (ix *indexed) killedAcquire(job Job, f *fault, step, slack int64) (flight, 
 			ready, readyWall, recorded = true, e.Wall, false
 		case e.Job == job.Name && (e.Kind == history.Acquire || e.Kind == history.AcquireError):
 			lastOcc, lastWall, recorded = e.Occurrence, e.Wall, true
+			retry = e.Kind == history.AcquireError && e.Reason == acquireError
 		}
 	}
 	if !ready {
@@ -135,6 +145,9 @@ func (ix *indexed) killedAcquire(job Job, f *fault, step, slack int64) (flight, 
 	sent := readyWall / 1e6
 	if recorded {
 		first, sent = lastOcc+step, lastWall/1e6
+		if retry {
+			first = lastOcc
+		}
 	}
 	kill := f.startWall / 1e6
 	last := floorTo(kill+slack, step)
@@ -167,25 +180,52 @@ func explainFlight(flights []flight, job Job, o int64) string {
 }
 
 // unrecordedExtends sets extendMayRunUntil on the leases whose heartbeat
-// may have had an Extend in flight when their replica was paused or
-// killed: an extend_error recorded after a pause that began after it was
-// sent, or a kill (the first after the acquire) while the heartbeat was
-// going on (the run had neither returned nor had its context ended). Such an Extend ran, if at all, while the lease
-// was live: by its confirmed expiry plus the tolerance.
-func (ix *indexed) unrecordedExtends() {
+// may have extended them without its replica learning it:
+//
+//   - an Extend whose reply was lost (its failure has an unknown outcome: a
+//     timeout, a broken connection) may have run from its send to its
+//     failure, plus slack for a request already delivered when the
+//     connection broke, as for a lost acquire reply;
+//   - an Extend in flight when its replica was paused (an extend_error
+//     recorded after a pause that began after it was sent) may have run
+//     until the later of the resume and its failure;
+//   - one in flight at a kill (the first after the acquire) while the
+//     heartbeat was going on (the run had neither returned nor had its
+//     context ended) may have run until the kill.
+//
+// An Extend runs only on a live lease: by the latest expiry the lease may
+// have had (confirmed, or set by an earlier such Extend) plus the
+// tolerance.
+func (ix *indexed) unrecordedExtends(slack time.Duration) {
 	tol := Tolerance.Milliseconds()
-	mayRun := func(l *leaseRec, latest int64) {
-		l.extendMayRunUntil = max(l.extendMayRunUntil, min(latest, l.expiresAt+tol))
+	// mayRun records an Extend of l sent at sent that may have run until
+	// latest (server ms), if the lease may have been live by then.
+	mayRun := func(l *leaseRec, sent, latest int64) {
+		exp := l.expiresAt
+		if l.extendMayRunUntil != 0 {
+			exp = max(exp, l.extendMayRunUntil+l.ttl())
+		}
+		if sent > exp+tol {
+			return // the lease was gone before it was sent
+		}
+		l.extendMayRunUntil = max(l.extendMayRunUntil, min(latest, exp+tol))
 	}
-	for _, e := range ix.extendErrors {
+	for _, e := range ix.extendErrors { // in send order: a replica renews a lease one Extend at a time
 		l := ix.byFence[e.Job][e.Fence]
 		if l == nil || e.Sent == 0 {
 			continue
 		}
+		var latest int64
+		if outcomeUnknown(e) {
+			latest = e.Wall/1e6 + slack.Milliseconds()
+		}
 		for _, f := range ix.faultsOn(e.Replica) {
 			if pausedAcross(e, f) {
-				mayRun(l, pausedUntil(e, f)/1e6)
+				latest = max(latest, pausedUntil(e, f)/1e6)
 			}
+		}
+		if latest != 0 {
+			mayRun(l, sentMs(e), latest)
 		}
 	}
 	for _, l := range ix.acquires {
@@ -194,21 +234,31 @@ func (ix *indexed) unrecordedExtends() {
 				continue
 			}
 			if done := firstNonZero(l.ctxDone, l.runEnd); done == 0 || done > f.startMono {
-				mayRun(l, f.startWall/1e6)
+				mayRun(l, 0, f.startWall/1e6)
 			}
 			break // the first kill after the acquire ended its process
 		}
 	}
 }
 
+// outcomeUnknown reports whether e, a failed Extend or Release, may have
+// run on the server: its reason says so, or, in a history recorded before
+// extends had reasons, its error is not the server's "not held".
+func outcomeUnknown(e history.Event) bool {
+	if e.Reason != "" {
+		return e.Reason == history.OutcomeUnknown
+	}
+	return !strings.Contains(e.Err, "not held")
+}
+
 // pausedAcross reports whether f paused the replica that recorded e, a
 // failed request, while the request was in flight: f is a pause of that
-// replica that began after the request was sent and before its failure was
-// recorded. FaultStart is recorded just before SIGSTOP, so "before" takes
-// in the few microseconds before the signal landed.
+// replica (a SIGSTOP, or a stall) that began after the request was sent
+// and before its failure was recorded. FaultStart is recorded just before
+// SIGSTOP, so "before" takes in the few microseconds before the signal
+// landed.
 func pausedAcross(e history.Event, f *fault) bool {
-	return f.kind == history.FaultStop && f.target == e.Replica && e.Sent != 0 &&
-		e.Sent <= f.startMono && f.startMono <= e.Mono
+	return f.pauses(e.Replica) && e.Sent != 0 && e.Sent <= f.startMono && f.startMono <= e.Mono
 }
 
 // pausedUntil is the latest a request in flight across the pause f may have

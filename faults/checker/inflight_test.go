@@ -236,10 +236,18 @@ func TestCheck_ExtendInFlight(t *testing.T) {
 			pausedExtend(h, 9910)
 			h.dropAll(6000, 7000, 8000, 9000, 10000, 11000)
 		}, nil},
-		{"paused after the extend failed", 12000, func(h *fleetHistory) {
-			pausedExtend(h, 6335) // failed before the pause began
+		{"paused after the extend was refused", 12000, func(h *fleetHistory) {
+			pausedExtend(h, 6335) // refused before the pause began
+			h.refused(6335)
 			h.dropAll(6000, 7000, 8000, 9000, 10000, 11000)
 		}, []int64{9000, 10000, 11000}},
+		{"paused after the extend's reply was lost", 12000, func(h *fleetHistory) {
+			// A lost reply before the pause: the extend may have run by its
+			// failure plus the slack (7835), which the pause does not move:
+			// the lease blocks until 7835 + TTL + tolerance = 10835.
+			pausedExtend(h, 6335)
+			h.dropAll(6000, 7000, 8000, 9000, 10000, 11000)
+		}, []int64{11000}},
 		{"paused with an extend in flight: miss after the bound", 13000, func(h *fleetHistory) {
 			// Not 9910 + TTL + tolerance: the extend cannot have run on an
 			// expired lease.
@@ -291,4 +299,93 @@ func (h *fleetHistory) releaseLost(o, sent int64) {
 	e.Job, e.Occurrence, e.Fence, e.Reason = job.Name, o, uint64(o/1000), "unknown"
 	e.Sent, e.SentWall, e.Err = sent*msNs, sent*msNs, "lease/redis: release: connection reset"
 	h.events = append(h.events, e)
+}
+
+// The scheduler retries a failed acquire within its occurrence: a replica
+// killed after recording an error for 5000 (at 5300) and before firing
+// 6000 may have had a retry of 5000 in flight, not only an acquire of a
+// later occurrence.
+func TestIndexed_Flights_KilledDuringRetry(t *testing.T) {
+	tests := []struct {
+		name   string
+		reason string // the outcome r3 recorded for 5000 at 5300
+		want   []flight
+	}{
+		{"after an error: a retry may be in flight", acquireError, []flight{{first: 5000, last: 5000, sent: 5300, latest: 5900}}},
+		{"after locked: nothing in flight", reasonLocked, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()
+			h.bystander(10000)
+			h.forget("r3", 5000, 6000)
+			h.attempt("r3", 5000, tt.reason, 5000, 5300)
+			h.fault(history.FaultKill, "r3", 5900, 6300)
+			h.restart("r3", 6400)
+			got := index(h.events, DefaultSlack).flights(job)
+			for i := range got {
+				got[i].what = ""
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// refused makes the extend_error recorded at done (ms) the server's "not
+// held": the extend did nothing.
+func (h *fleetHistory) refused(done int64) {
+	i := slices.IndexFunc(h.events, func(e history.Event) bool {
+		return e.Kind == history.ExtendError && e.Wall == done*msNs
+	})
+	h.events[i].Reason, h.events[i].Err = history.OutcomeNotHeld, "lease/redis: extend: lease: not held: not found"
+}
+
+// An Extend whose reply was lost (a timeout, a broken connection) may have
+// run, as a lost acquire may: from its send to its failure, plus the
+// slack; only while the lease was live.
+func TestCheck_ExtendReplyLost(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(h *fleetHistory)
+		want   []int64 // occurrences missed without explanation
+	}{
+		{"reply lost", func(h *fleetHistory) {
+			// It may have run by 6334 + slack = 7834: the lease blocked
+			// until 7834 + TTL + tolerance = 10834.
+		}, []int64{11000}},
+		{"refused: not held", func(h *fleetHistory) {
+			h.refused(6334) // the lease blocked until 7667 + tolerance
+		}, []int64{9000, 10000, 11000}},
+		{"a second reply lost, sent while the lease may have lived", func(h *fleetHistory) {
+			// The first may have extended the lease to 9834; the second,
+			// sent at 7000 and failed at 7400, may have run by 8900: the
+			// lease blocked until 11900.
+			h.extend("r1", 5000, 7000, 7400, 0)
+		}, nil},
+		{"a second reply lost, sent after the lease surely ended", func(h *fleetHistory) {
+			h.extend("r1", 5000, 10900, 10950, 0) // after 9834 + tolerance
+		}, []int64{11000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := historyUntil(12000)
+			longRun(h)
+			h.extend("r1", 5000, 6333, 6334, 0)
+			tt.mutate(h)
+			base := func(kind history.Kind, at int64) history.Event {
+				e := ev("r1", kind, at)
+				e.Job, e.Occurrence, e.Fence = job.Name, 5000, 5
+				return e
+			}
+			done := base(history.CtxDone, 11040)
+			done.Cause = history.CauseUnconfirmed
+			h.events = append(h.events, done, base(history.RunEnd, 11050))
+			h.dropAll(6000, 7000, 8000, 9000, 10000, 11000)
+			violations, reasons := verdict(t, h)
+			assert.Equal(t, tt.want, violations)
+			for o, reason := range reasons {
+				assert.Equal(t, "held", reason, "occurrence %d", o)
+			}
+		})
+	}
 }

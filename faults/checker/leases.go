@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -21,29 +22,41 @@ func (ix *indexed) byJob() map[string][]*leaseRec {
 }
 
 // checkExclusion is (3): per job, the leases' validity intervals in server
-// time [acquiredAt, end) do not overlap.
-func checkExclusion(ix *indexed) []Violation {
-	var out []Violation
+// time [acquiredAt, end) do not overlap, unless the earlier lease may have
+// been unknown to the server when the later one was acquired because the
+// server lost it with its data (lostWithData).
+func checkExclusion(ix *indexed, r *Report) {
 	for job, ls := range ix.byJob() {
 		ls = append([]*leaseRec(nil), ls...)
 		sort.SliceStable(ls, func(i, j int) bool { return ls[i].acquiredAt < ls[j].acquiredAt })
-		var prev *leaseRec // the earlier lease with the latest end
+		var live []*leaseRec // earlier leases that may still be valid
 		for _, l := range ls {
-			if prev != nil && l.acquiredAt < prev.end() {
-				out = append(out, Violation{Check: 3, Job: job, Occurrence: l.occurrence, Detail: fmt.Sprintf(
-					"lease %d of %s acquired at %s while lease %d of %s was valid until %s (server time)",
-					l.fence, l.replica, ms(l.acquiredAt), prev.fence, prev.replica, ms(prev.end()))})
+			live = slices.DeleteFunc(live, func(p *leaseRec) bool { return p.end() <= l.acquiredAt })
+			reported := false
+			for _, p := range live {
+				if why := ix.lostWithData(p, l.acquiredAt); why != "" {
+					r.LostLeases = append(r.LostLeases, Explained{Job: job, Occurrence: l.occurrence, Explanation: fmt.Sprintf(
+						"lease %d of %s acquired at %s while lease %d of %s was valid until %s: %s",
+						l.fence, l.replica, ms(l.acquiredAt), p.fence, p.replica, ms(p.end()), why)})
+					continue
+				}
+				if !reported {
+					reported = true
+					r.Violations = append(r.Violations, Violation{Check: 3, Job: job, Occurrence: l.occurrence, Detail: fmt.Sprintf(
+						"lease %d of %s acquired at %s while lease %d of %s was valid until %s (server time)",
+						l.fence, l.replica, ms(l.acquiredAt), p.fence, p.replica, ms(p.end()))})
+				}
 			}
-			if prev == nil || l.end() > prev.end() {
-				prev = l
-			}
+			live = append(live, l)
 		}
 	}
-	return out
 }
 
 // checkCancellation is (5): each run's context was done (or the run had
 // returned) before the job's next lease was acquired, in CLOCK_MONOTONIC.
+// Exempt: holders paused (or stalled with the machine) or killed during
+// their lease, and holders whose lease the server lost with its data
+// before the next acquire (lostWithData).
 func checkCancellation(ix *indexed, r *Report) {
 	for job, ls := range ix.byJob() {
 		for i, l := range ls {
@@ -60,6 +73,12 @@ func checkCancellation(ix *indexed, r *Report) {
 				continue
 			}
 			done := firstNonZero(l.ctxDone, l.runEnd)
+			if (done == 0 || done >= next.sent) && ix.lostWithData(l, next.acquiredAt) != "" {
+				// The server lost the lease with its data: its holder
+				// learns it at its next renewal, after the next acquire.
+				r.ExemptDataLoss++
+				continue
+			}
 			switch {
 			case done == 0:
 				r.Violations = append(r.Violations, Violation{Check: 5, Job: job, Occurrence: l.occurrence, Detail: fmt.Sprintf(
@@ -77,11 +96,11 @@ func checkCancellation(ix *indexed, r *Report) {
 	}
 }
 
-// pausedOrKilled reports whether replica was stopped or killed at some point
-// in [from, to] (CLOCK_MONOTONIC).
+// pausedOrKilled reports whether replica was stopped (or stalled with the
+// machine) or killed at some point in [from, to] (CLOCK_MONOTONIC).
 func (ix *indexed) pausedOrKilled(replica string, from, to int64) bool {
 	for _, f := range ix.faultsOn(replica) {
-		if f.kind != history.FaultStop && f.kind != history.FaultKill {
+		if !f.pauses(replica) && f.kind != history.FaultKill {
 			continue
 		}
 		end := f.endMono

@@ -23,13 +23,24 @@ func checkMisses(in Input, ix *indexed, r *Report) {
 			continue
 		}
 		flights := ix.flights(job)
+		blocks := ix.blocking(leases[job.Name], job.TTL)
 		first := (from.UnixMilli() + step - 1) / step * step
 		for o := first; o <= to.UnixMilli(); o += step {
 			r.Occurrences++
 			if len(ix.runs[key{job.Name, o}]) > 0 {
 				continue
 			}
-			reason, why := explain(in, ix, leases[job.Name], flights, job, o)
+			if why, explained := ix.claimedNotRun(job, o); why != "" {
+				// Redis was up and the round was taken: only the winner's
+				// death explains the miss.
+				if explained {
+					r.Misses = append(r.Misses, Miss{Job: job.Name, Occurrence: o, Reason: "killed_winner", Explanation: why})
+				} else {
+					r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o, Detail: why})
+				}
+				continue
+			}
+			reason, why := explain(in, ix, blocks, flights, job, o)
 			if reason == "" {
 				r.Violations = append(r.Violations, Violation{Check: 4, Job: job.Name, Occurrence: o,
 					Detail: "missed without explanation; attempts: " + attempts(ix.attempts[key{job.Name, o}])})
@@ -38,6 +49,35 @@ func checkMisses(in Input, ix *indexed, r *Report) {
 			r.Misses = append(r.Misses, Miss{Job: job.Name, Occurrence: o, Reason: reason, Explanation: why})
 		}
 	}
+}
+
+// claimedNotRun looks for a recorded lease that acquired occurrence o of
+// job, which did not run: its replica won the round, so no other could
+// run the occurrence, and Redis was answering. The miss is explained only
+// if that replica was killed within the TTL after the acquire (before it
+// could record the run's start); otherwise the winner declined to run what
+// it claimed, a violation. It returns "" if no lease acquired o.
+func (ix *indexed) claimedNotRun(job Job, o int64) (why string, explained bool) {
+	for _, a := range ix.attempts[key{job.Name, o}] {
+		if a.Kind != history.Acquire {
+			continue
+		}
+		for _, f := range ix.faultsOn(a.Replica) {
+			if f.kind == history.FaultKill && f.startMono >= a.Mono && f.startMono <= a.Mono+job.TTL.Nanoseconds() {
+				return fmt.Sprintf("lease %d of %s acquired it at %s; %s was killed at %s before starting the run",
+					a.Fence, a.Replica, ms(a.AcquiredAt), a.Replica, ms(f.startWall/1e6)), true
+			}
+		}
+		var skips []string
+		for _, e := range ix.attempts[key{job.Name, o}] {
+			if e.Kind == history.Skip && e.Replica == a.Replica {
+				skips = append(skips, e.Reason)
+			}
+		}
+		return fmt.Sprintf("lease %d of %s acquired it at %s (claiming its round) and did not run it (skipped: %s); attempts: %s",
+			a.Fence, a.Replica, ms(a.AcquiredAt), strings.Join(skips, ", "), attempts(ix.attempts[key{job.Name, o}])), false
+	}
+	return "", false
 }
 
 // window returns the occurrences (4) checks: Input's From and To, or from
@@ -67,31 +107,58 @@ func window(in Input, ix *indexed) (from, to time.Time) {
 	return from, to
 }
 
+// blocked is a recorded lease and when it blocked acquires of its job
+// (leaseRec.blocksUntil, and data losses: blockSpans).
+type blocked struct {
+	l     *leaseRec
+	spans []span
+}
+
+// blocking returns the blocking spans of leases, whose TTL is ttl.
+func (ix *indexed) blocking(leases []*leaseRec, ttl time.Duration) []blocked {
+	out := make([]blocked, 0, len(leases))
+	for _, l := range leases {
+		out = append(out, blocked{l, ix.blockSpans(l, ttl)})
+	}
+	return out
+}
+
 // explain returns why occurrence o of job did not run, or "" if nothing
 // does. Times are Unix ms; a replica fires o within half an interval, or
 // later when its previous acquire of the job was still pending (as the
 // times of its attempts show).
-func explain(in Input, ix *indexed, leases []*leaseRec, flights []flight, job Job, o int64) (reason, why string) {
+func explain(in Input, ix *indexed, blocks []blocked, flights []flight, job Job, o int64) (reason, why string) {
 	step := job.Every.Milliseconds()
 	fireEnd := o + step/2
 	tol, slack := Tolerance.Milliseconds(), in.Slack.Milliseconds()
-	for _, l := range leases {
-		if l.acquiredAt <= fireEnd && l.blocksUntil(job.TTL) > o && l.occurrence != o {
+	for _, b := range blocks {
+		l := b.l
+		if l.occurrence == o {
+			continue
+		}
+		for _, s := range b.spans {
+			if s.from > fireEnd || s.to <= o {
+				continue
+			}
+			if s.from > l.acquiredAt {
+				return "restored", fmt.Sprintf("lease %d of %s (occurrence %s, acquired %s) may have been put back by a rollback at %s and blocked until %s",
+					l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(s.from), ms(s.to))
+			}
 			why := fmt.Sprintf("lease %d of %s (occurrence %s) was valid %s..%s",
-				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
+				l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(min(l.end(), s.to)))
 			if l.extendMayRunUntil != 0 {
-				why += fmt.Sprintf(", and blocked until %s if an extend in flight when %s was paused or killed ran",
-					ms(l.blocksUntil(job.TTL)), l.replica)
+				why += fmt.Sprintf(", and blocked until %s if an extend of %s whose outcome it never learned (a lost reply, or in flight at a pause or kill) ran",
+					ms(s.to), l.replica)
 			}
 			return "held", why
 		}
 	}
-	if why := ix.lockedOut(leases, job, o); why != "" {
+	if why := ix.lockedOut(blocks, job, o); why != "" {
 		return "held", why
 	}
 	for _, f := range ix.faults {
-		if f.kind == history.FaultRedisRestart && f.startWall/1e6 <= fireEnd && recovered(f)/1e6+slack >= o {
-			return "redis_down", fmt.Sprintf("redis restart %s..%s", ms(f.startWall/1e6), ms(recovered(f)/1e6))
+		if f.redisDown() && f.startWall/1e6 <= fireEnd && recovered(f)/1e6+slack >= o {
+			return "redis_down", fmt.Sprintf("redis %s %s..%s", f.kind, ms(f.startWall/1e6), ms(recovered(f)/1e6))
 		}
 	}
 	// An acquire in flight when its replica was paused or killed may have
@@ -119,9 +186,23 @@ func explain(in Input, ix *indexed, leases []*leaseRec, flights []flight, job Jo
 		}
 	}
 	if healthy := ix.healthyAt(o, fireEnd, slack); len(healthy) == 0 {
+		if f := ix.stallIn(o, fireEnd, slack); f != nil {
+			return "stall", fmt.Sprintf("the machine stalled %s..%s (as if every replica was paused)", ms(f.startWall/1e6), ms(f.endWall/1e6))
+		}
 		return "no_healthy_replica", "every replica was down, stopped or cut off"
 	}
 	return "", ""
+}
+
+// stallIn returns a stall that overlaps [from, to] (Unix ms), counting
+// slack after it, or nil.
+func (ix *indexed) stallIn(from, to, slack int64) *fault {
+	for _, f := range ix.faults {
+		if f.kind == history.FaultStall && f.startWall/1e6 <= to && recovered(f)/1e6+slack >= from {
+			return f
+		}
+	}
+	return nil
 }
 
 // lockedOut explains the miss of occurrence o by recorded leases when
@@ -129,9 +210,9 @@ func explain(in Input, ix *indexed, leases []*leaseRec, flights []flight, job Jo
 // previous acquire of the job was still pending), and was told "locked"
 // while a recorded lease of another occurrence may have been the one it
 // met: each attempt ran on the server some time between its send and its
-// reply, and that span overlaps the lease's validity. It returns "" unless
-// every replica has such an attempt.
-func (ix *indexed) lockedOut(leases []*leaseRec, job Job, o int64) string {
+// reply, and that span overlaps a span in which the lease blocked. It
+// returns "" unless every replica has such an attempt.
+func (ix *indexed) lockedOut(blocks []blocked, job Job, o int64) string {
 	var parts []string
 	for _, name := range ix.replicaNames() {
 		part := ""
@@ -140,10 +221,18 @@ func (ix *indexed) lockedOut(leases []*leaseRec, job Job, o int64) string {
 				continue
 			}
 			sent, told := wallAt(a, a.Sent)/1e6, a.Wall/1e6
-			for _, l := range leases {
-				if l.occurrence != o && l.acquiredAt <= told && sent < l.blocksUntil(job.TTL) {
-					part = fmt.Sprintf("%s's acquire (sent %s, told locked %s) met lease %d of %s (occurrence %s, valid %s..%s)",
-						name, ms(sent), ms(told), l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.end()))
+			for _, b := range blocks {
+				if b.l.occurrence == o {
+					continue
+				}
+				for _, s := range b.spans {
+					if s.from <= told && sent < s.to {
+						part = fmt.Sprintf("%s's acquire (sent %s, told locked %s) met lease %d of %s (occurrence %s, blocking %s..%s)",
+							name, ms(sent), ms(told), b.l.fence, b.l.replica, ms(b.l.occurrence), ms(s.from), ms(s.to))
+						break
+					}
+				}
+				if part != "" {
 					break
 				}
 			}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,6 +96,64 @@ func TestCheck_LockedOut(t *testing.T) {
 			assert.Equal(t, tt.want, violations)
 			if tt.want == nil {
 				assert.Equal(t, "held", reasons[5000])
+			}
+		})
+	}
+}
+
+// claimedNotRun: r2 acquires 5000's lease (claiming the round), releases
+// it at once and skips the occurrence (an earlier run of the job still
+// executes there); r1 is told "claimed". Nobody runs 5000.
+func claimedNotRun(h *fleetHistory) {
+	h.dropAll(5000)
+	base := func(kind history.Kind, at int64) history.Event {
+		e := ev("r2", kind, at)
+		e.Job, e.Occurrence, e.Fence = job.Name, 5000, 5
+		return e
+	}
+	acq := base(history.Acquire, 5001)
+	acq.Sent, acq.AcquiredAt, acq.ExpiresAt = 5000*msNs, 5000, 7000
+	rel := base(history.Release, 5004)
+	rel.Sent, rel.SentWall = 5003*msNs, 5003*msNs
+	skip := ev("r2", history.Skip, 5005)
+	skip.Job, skip.Occurrence, skip.Reason = job.Name, 5000, "running here"
+	h.events = append(h.events, acq, rel, skip)
+	h.attempt("r1", 5000, "claimed", 5001, 5002)
+}
+
+// A replica that won an occurrence's round and did not run it lost the
+// occurrence: Redis was answering and no other replica could claim it.
+// Only the winner's death explains that, whatever else went on.
+func TestCheck_ClaimedNotRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(h *fleetHistory)
+		want   []int64
+		reason string
+	}{
+		{"declined", func(h *fleetHistory) {}, []int64{5000}, ""},
+		{"declined, within a redis restart's reach", func(h *fleetHistory) {
+			h.fault(history.FaultRedisRestart, history.TargetRedis, 4400, 4500) // + slack covers 5000
+		}, []int64{5000}, ""},
+		{"killed before starting the run", func(h *fleetHistory) {
+			h.dropKind(5000, history.Release)
+			h.events = slices.DeleteFunc(h.events, func(e history.Event) bool { return e.Kind == history.Skip })
+			h.fault(history.FaultKill, "r2", 5002, 5500)
+			h.restart("r2", 5600)
+			h.dropAll(6000) // the dead holder's lease blocked it
+		}, nil, "killed_winner"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()
+			claimedNotRun(h)
+			tt.mutate(h)
+			violations, reasons := verdict(t, h)
+			assert.Equal(t, tt.want, violations)
+			if tt.reason != "" {
+				assert.Equal(t, tt.reason, reasons[5000])
+			} else {
+				assert.Contains(t, h.check().Violations[0].Detail, "did not run it (skipped: running here)")
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Table returns the report as a summary table (faults by kind, runs,
@@ -22,10 +23,14 @@ func (r Report) Table() string {
 	for _, k := range kinds {
 		row("  "+k, r.Faults[k])
 	}
+	row("stalls (machine)", r.Stalls)
 	row("runs", r.Runs)
 	row("leases acquired", r.Leases)
+	row("duplicate starts (explained)", len(r.DuplicateStarts))
+	row("leases lost with data", len(r.LostLeases))
 	row("writes accepted", r.Accepted)
 	row("writes rejected (stale)", r.Rejected)
+	row("writes refused (duplicate)", r.Duplicates)
 	row("writes failed (other)", r.WriteErrors)
 	row("occurrences checked", r.Occurrences)
 	reasons := map[string]int{}
@@ -44,10 +49,31 @@ func (r Report) Table() string {
 	row("holders cut off (ctx lost)", r.CutHolders)
 	row("handovers checked (5)", r.Handovers-r.Exempt)
 	row("  exempt (paused/killed)", r.Exempt)
+	row("  exempt (data loss)", r.ExemptDataLoss)
 	row("  undecided (within RTT)", r.Undecided)
 	row("violations", len(r.Violations))
 	for _, v := range r.Violations {
 		b.WriteString("    " + v.String() + "\n")
+	}
+	return b.String()
+}
+
+// Details lists what the checker explained, one line each: the duplicate
+// starts and lease overlaps that data loss explains, and the misses with
+// their reasons.
+func (r Report) Details() string {
+	var b strings.Builder
+	line := func(what, job string, occ int64, why string) {
+		fmt.Fprintf(&b, "%s %s occurrence %s: %s\n", what, job, time.UnixMilli(occ).UTC().Format("15:04:05.000"), why)
+	}
+	for _, d := range r.DuplicateStarts {
+		line("duplicate start", d.Job, d.Occurrence, d.Explanation)
+	}
+	for _, d := range r.LostLeases {
+		line("lease lost with data", d.Job, d.Occurrence, d.Explanation)
+	}
+	for _, m := range r.Misses {
+		line("miss ("+m.Reason+")", m.Job, m.Occurrence, m.Explanation)
 	}
 	return b.String()
 }

@@ -16,14 +16,14 @@ const (
 	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent
 	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, error), Err
 	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
-	ExtendError   Kind = "extend_error"   // Store.Extend failed: Err
+	ExtendError   Kind = "extend_error"   // Store.Extend failed: Reason (not_held, unknown), Err, Sent
 	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall
 	ReleaseError  Kind = "release_error"  // Store.Release failed: Reason (not_held, unknown), Err, Sent, SentWall
 	Skip          Kind = "skip"           // scheduler skipped an occurrence: Reason
 	RunStart      Kind = "run_start"      // the job function was called
 	CtxDone       Kind = "ctx_done"       // the run's context ended while the job ran: Cause
 	WriteAccepted Kind = "write_accepted" // fenced write committed: WriteID
-	WriteRejected Kind = "write_rejected" // fenced write refused with fencing.ErrStale
+	WriteRejected Kind = "write_rejected" // fenced write refused: Reason (stale: fencing.ErrStale; duplicate: fencing.ErrDuplicate), Err
 	WriteError    Kind = "write_error"    // write failed for another reason: Err
 	RunEnd        Kind = "run_end"        // the job function returned: Err
 	LeaseLost     Kind = "lease_lost"     // scheduler reported the lease lost: Cause
@@ -36,6 +36,13 @@ const (
 	HarnessEnd   Kind = "harness_end"
 	FaultStart   Kind = "fault_start" // Fault, Target
 	FaultEnd     Kind = "fault_end"   // Fault, Target
+	// DataLost: while redis-server was down in a redis_wipe or
+	// redis_rollback fault (Fault), its data was replaced: emptied, or put
+	// back to the copy of its append-only file taken from CopyStart to
+	// CopyEnd. Everything the old server wrote before this event and after
+	// CopyStart may be lost (all of it for a wipe); the new server starts
+	// after it.
+	DataLost Kind = "data_lost"
 )
 
 // Fault kinds.
@@ -45,6 +52,36 @@ const (
 	FaultBlackhole    = "blackhole"     // the replica's proxy forwards nothing
 	FaultCut          = "cut"           // the replica's proxy drops and refuses connections
 	FaultRedisRestart = "redis_restart" // redis-server restarted (Target "redis")
+	// FaultRedisWipe: redis-server restarted without its data (Target
+	// "redis"); a DataLost event marks the instant.
+	FaultRedisWipe = "redis_wipe"
+	// FaultRedisRollback: redis-server restarted from an older copy of its
+	// append-only file (Target "redis"); a DataLost event marks the instant
+	// and names the copy.
+	FaultRedisRollback = "redis_rollback"
+	// FaultStall: the harness's watchdog woke up late: the whole machine
+	// (Target "machine") may have stopped running processes from FaultStart
+	// to FaultEnd, which the harness records afterwards with the times of
+	// the window.
+	FaultStall = "stall"
+)
+
+// Fault targets other than a replica.
+const (
+	TargetRedis   = "redis"   // redis-server
+	TargetMachine = "machine" // every process on the machine (a stall)
+)
+
+// Reasons of an ExtendError or a ReleaseError.
+const (
+	OutcomeNotHeld = "not_held" // the server said the lease was not held: the request did nothing
+	OutcomeUnknown = "unknown"  // the reply was lost or unreadable: the request may have run
+)
+
+// Reasons of a WriteRejected.
+const (
+	RejectStale     = "stale"     // fencing.ErrStale: a greater token was recorded
+	RejectDuplicate = "duplicate" // fencing.ErrDuplicate: the occurrence (or a later one) was written
 )
 
 // Causes of a run context's end (CtxDone, LeaseLost).
@@ -82,6 +119,12 @@ type Event struct {
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`
 	Seed   int64  `json:"seed,omitempty"`
+
+	// CopyStart and CopyEnd bound, in Unix ns (CLOCK_REALTIME), when the
+	// copy of the append-only file a DataLost put back was taken; zero for
+	// a wipe.
+	CopyStart int64 `json:"copy_start,omitempty"`
+	CopyEnd   int64 `json:"copy_end,omitempty"`
 }
 
 // Mono returns this machine's CLOCK_MONOTONIC reading in nanoseconds. It

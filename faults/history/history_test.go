@@ -115,3 +115,20 @@ func TestLoadWrites_Malformed_ErrorNamesFile(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
 }
+
+func TestWriter_Write_DataLostKeepsTheCopyBounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "harness.jsonl")
+	w, err := Create(path, "harness")
+	require.NoError(t, err)
+	in := Event{Kind: DataLost, Fault: FaultRedisRollback, CopyStart: 1795367197146056586, CopyEnd: 1795367197147410494}
+	require.NoError(t, w.Write(in))
+	require.NoError(t, w.Write(Event{Kind: DataLost, Fault: FaultRedisWipe}))
+	require.NoError(t, w.Close())
+	evs, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	assert.Equal(t, in.CopyStart, evs[0].CopyStart)
+	assert.Equal(t, in.CopyEnd, evs[0].CopyEnd)
+	assert.Zero(t, evs[1].CopyStart, "a wipe has no copy")
+	assert.NotZero(t, evs[1].Wall, "the instant the data was replaced")
+}

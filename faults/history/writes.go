@@ -9,12 +9,12 @@ import (
 )
 
 // WritesTable is the PostgreSQL table of accepted writes: one row per write
-// that passed fencing.Advance, inserted in the same transaction. Its serial
-// id is the commit order of the writes of one resource, because the row is
-// inserted after Advance has locked the resource's fence row.
+// that passed fencing.AdvanceOnce, inserted in the same transaction. Its
+// serial id is the commit order of the writes of one resource, because the
+// row is inserted after AdvanceOnce has locked the resource's fence row.
 const WritesTable = "fault_writes"
 
-// InsertWrite is the statement a replica runs after fencing.Advance, with
+// InsertWrite is the statement a replica runs after fencing.AdvanceOnce, with
 // placeholders replica, job, occurrence, fence and lease; it returns the id.
 const InsertWrite = "INSERT INTO " + WritesTable +
 	" (replica, job, occurrence, fence, lease) VALUES ($1, $2, $3, $4, $5) RETURNING id"

@@ -2,9 +2,12 @@
 // kept: the replicas' and the harness's histories (*.jsonl) and the copy of
 // the accepted writes (writes.json). It prints the report and the
 // violations, and exits 1 if there are any, 2 if the directory cannot be
-// read.
+// read. With -explain it first lists what the checker explained: the
+// misses with their reasons, and the duplicate starts and lease overlaps
+// that Redis's data loss explains.
 //
 //	go run ./faults/cmd/recheck /tmp/cronguard-faults-543781262
+//	go run ./faults/cmd/recheck -explain /tmp/cronguard-faults-543781262
 //
 // Use it to try a change to the checker on a run that failed, without
 // running the faults again.
@@ -12,6 +15,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,11 +27,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: recheck DIR (a directory TestFaults kept)")
+	explain := flag.Bool("explain", false, "list the explained misses, duplicate starts and lease overlaps first")
+	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: recheck [-explain] DIR (a directory TestFaults kept)") }
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
 		os.Exit(2)
 	}
-	violations, err := recheck(os.Args[1], os.Stdout)
+	violations, err := recheck(flag.Arg(0), os.Stdout, *explain)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recheck:", err)
 		os.Exit(2)
@@ -37,9 +44,9 @@ func main() {
 	}
 }
 
-// recheck checks the run kept in dir, writes the report to out and returns
-// the number of violations.
-func recheck(dir string, out io.Writer) (int, error) {
+// recheck checks the run kept in dir, writes the report to out (after the
+// explanations, if explain) and returns the number of violations.
+func recheck(dir string, out io.Writer, explain bool) (int, error) {
 	events, err := history.ReadDir(dir)
 	if err != nil {
 		return 0, err
@@ -55,6 +62,9 @@ func recheck(dir string, out io.Writer) (int, error) {
 		return 0, err
 	}
 	rep := checker.Check(checker.Input{Events: events, Writes: writes, Jobs: faults.CheckerJobs()})
+	if explain {
+		fmt.Fprint(out, rep.Details())
+	}
 	fmt.Fprint(out, rep.Table())
 	return len(rep.Violations), nil
 }

@@ -50,7 +50,7 @@ func TestRecheck_CountsViolations(t *testing.T) {
 				{ID: 2, Replica: "r2", Job: "ticker", Occurrence: 1500, Fence: tt.second, Lease: "…b"},
 			})
 			var out bytes.Buffer
-			n, err := recheck(dir, &out)
+			n, err := recheck(dir, &out, false)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, n)
 			assert.Contains(t, out.String(), "writes accepted              2")
@@ -60,13 +60,13 @@ func TestRecheck_CountsViolations(t *testing.T) {
 }
 
 func TestRecheck_NoHistory_Error(t *testing.T) {
-	_, err := recheck(t.TempDir(), new(bytes.Buffer))
+	_, err := recheck(t.TempDir(), new(bytes.Buffer), false)
 	require.ErrorContains(t, err, "holds no history")
 }
 
 func TestRecheck_NoWritesFile_ErrorSaysWhy(t *testing.T) {
 	dir := keptRun(t, nil)
 	require.NoError(t, os.Remove(filepath.Join(dir, history.WritesFile)))
-	_, err := recheck(dir, new(bytes.Buffer))
+	_, err := recheck(dir, new(bytes.Buffer), false)
 	require.ErrorContains(t, err, history.WritesFile)
 }

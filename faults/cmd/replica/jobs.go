@@ -84,8 +84,9 @@ func (w *worker) body(ctx context.Context, spec faults.JobSpec, base history.Eve
 	return w.write(ctx, spec, base)
 }
 
-// write records the run's fence for the job's resource and inserts the
-// write row, in one transaction.
+// write records the run's fence and occurrence for the job's resource
+// (fencing.AdvanceOnceFromContext: refused if a greater token or this
+// occurrence was recorded) and inserts the write row, in one transaction.
 func (w *worker) write(ctx context.Context, spec faults.JobSpec, base history.Event) (err error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -97,12 +98,17 @@ func (w *worker) write(ctx context.Context, spec faults.JobSpec, base history.Ev
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fencing.Advance(ctx, tx, spec.Name, fencing.Token(base.Fence)); err != nil {
-		kind := history.WriteError
-		if errors.Is(err, fencing.ErrStale) {
-			kind = history.WriteRejected
+	// The token and the occurrence come from the run's context (the
+	// stubborn job's write context keeps its values).
+	if err = fencing.AdvanceOnceFromContext(ctx, tx, spec.Name); err != nil {
+		ev, kind := base, history.WriteError
+		switch {
+		case errors.Is(err, fencing.ErrStale):
+			kind, ev.Reason = history.WriteRejected, history.RejectStale
+		case errors.Is(err, fencing.ErrDuplicate):
+			kind, ev.Reason = history.WriteRejected, history.RejectDuplicate
 		}
-		w.record(base, kind, err)
+		w.record(ev, kind, err)
 		return err
 	}
 	var id int64

@@ -1,8 +1,9 @@
 // Command replica is one replica of the fault harness (package faults): a
 // cronguard scheduler running the harness's jobs against Redis (through the
 // address given, normally the replica's own fault proxy), with every job
-// run writing through fencing.Advance into PostgreSQL, and every step
-// recorded in a JSON Lines history (package faults/history).
+// run writing through fencing.AdvanceOnceFromContext into PostgreSQL (one
+// resource per job), and every step recorded in a JSON Lines history
+// (package faults/history).
 //
 //	replica -name r1 -redis 127.0.0.1:7001 -dsn postgres://... -history r1.jsonl -seed 42
 //	replica -init -dsn postgres://...   # create the tables and exit

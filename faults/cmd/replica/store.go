@@ -51,7 +51,7 @@ func (s *recordingStore) Extend(ctx context.Context, id string, ttl time.Duratio
 	ev.Sent = history.Mono()
 	exp, err := s.Store.Extend(ctx, id, ttl)
 	if err != nil {
-		ev.Kind, ev.Err = history.ExtendError, err.Error()
+		ev.Kind, ev.Reason, ev.Err = history.ExtendError, outcomeReason(err), err.Error()
 	} else {
 		ev.Kind, ev.ExpiresAt = history.Extend, exp.UnixMilli()
 	}
@@ -64,13 +64,17 @@ func (s *recordingStore) Release(ctx context.Context, id string) error {
 	ev.Sent, ev.SentWall = history.Mono(), history.Wall()
 	err := s.Store.Release(ctx, id)
 	if err != nil {
-		ev.Kind, ev.Reason, ev.Err = history.ReleaseError, releaseReason(err), err.Error()
+		ev.Kind, ev.Reason, ev.Err = history.ReleaseError, outcomeReason(err), err.Error()
 	} else {
 		ev.Kind = history.Release
 	}
-	s.mu.Lock()
-	delete(s.leases, id)
-	s.mu.Unlock()
+	if ev.Reason != history.OutcomeUnknown {
+		// Done with the lease. After an unknown outcome the scheduler
+		// retries the release: keep naming its job.
+		s.mu.Lock()
+		delete(s.leases, id)
+		s.mu.Unlock()
+	}
 	s.write(ev)
 	return err
 }
@@ -102,12 +106,12 @@ func acquireReason(err error) string {
 	}
 }
 
-// releaseReason classes a failed release: "not_held" when the server said
-// the lease was not held, else "unknown": the reply was lost or unreadable,
-// so the release may have run.
-func releaseReason(err error) string {
+// outcomeReason classes a failed extend or release: "not_held" when the
+// server said the lease was not held (it did nothing), else "unknown": the
+// reply was lost or unreadable, so the request may have run.
+func outcomeReason(err error) string {
 	if errors.Is(err, lease.ErrNotHeld) {
-		return "not_held"
+		return history.OutcomeNotHeld
 	}
-	return "unknown"
+	return history.OutcomeUnknown
 }
