@@ -48,7 +48,7 @@
 // CLOCK_REALTIME, and the monotonic clock is CLOCK_MONOTONIC), so clock
 // skew between hosts, a server clock that goes back, and network delays
 // beyond the proxy's faults are not exercised; Redis replication and
-// failover are out of scope (see lease/redis's sentinel tests), though a
+// failover are out of scope (see lease/redislease's sentinel tests), though a
 // wipe or a rollback is what a failover to a lagging replica does to the
 // data.
 package faults

@@ -22,7 +22,7 @@ import (
 	"github.com/cronguard/cronguard/faults/checker"
 	"github.com/cronguard/cronguard/faults/history"
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -94,7 +94,7 @@ func TestFaults(t *testing.T) {
 	hist, err := history.Create(filepath.Join(dir, "harness.jsonl"), "harness")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hist.Close() })
-	leases, err := leaseredis.New(redis.Client(t))
+	leases, err := redislease.New(redis.Client(t))
 	require.NoError(t, err)
 	f := &fleet{redis: redis, hist: hist, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), leases: leases,
 		aof: newAOFRing(t, redis)}
@@ -257,7 +257,7 @@ func (f *fleet) target(t *testing.T) *replica {
 		// The stubborn job first: its stale writes are what fencing stops.
 		for _, job := range []string{"stubborn", Jobs[f.rng.IntN(len(Jobs))].Name} {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-			info, err := f.leases.Lookup(ctx, scheduler.DefaultKeyPrefix+job)
+			info, err := f.leases.Lookup(ctx, scheduler.JobKeyPrefix+job)
 			cancel()
 			if err != nil {
 				continue

@@ -19,7 +19,7 @@
 //     (lease.WithTrigger), and replicas hear of new triggers and finished
 //     runs through the store's control channel (Store.Subscribe).
 //
-// Store is implemented by lease/redis and lease/memory; the scheduler uses
+// Store is implemented by lease/redislease and lease/memory; the scheduler uses
 // it when its lease store offers it, and package inspect reads and steers
 // a fleet through it. Keys name jobs as their lease keys (the scheduler's
 // key prefix plus the job name).

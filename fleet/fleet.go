@@ -95,7 +95,7 @@ type Trigger struct {
 
 // Store is the control plane's storage: a lease store that also keeps the
 // registry, run status, pauses and triggers, in the slots of the jobs they
-// concern where that matters (lease/redis). Its methods are safe for
+// concern where that matters (lease/redislease). Its methods are safe for
 // concurrent use and validate their arguments before any I/O
 // (lease.ErrInvalidArgument); other errors wrap lease's sentinels.
 type Store interface {

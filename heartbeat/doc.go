@@ -16,7 +16,7 @@
 // A goroutine extends the lease every interval (TTL/3 by default). It keeps a
 // local deadline: l.Deadline at first, then, after each confirmed Extend,
 // the local time just before that Extend was sent plus the TTL minus
-// lease.Drift(TTL). The server's clock is never compared with the local one;
+// (TTL/100 + 2ms, lease.LocalDeadline). The server's clock is never compared with the local one;
 // the local clock is used only as a stopwatch. A transient store error
 // (anything but lease.ErrNotHeld: unavailable, timeout, ...) is retried with
 // exponential backoff, each retry reported as EventRetrying and logged at
@@ -38,7 +38,7 @@
 // before any other holder can acquire it, provided that
 //
 //   - the local clock and the server's clock run at rates that differ by
-//     less than the allowance lease.Drift(TTL) = TTL/100 + 2ms over one TTL
+//     less than the allowance TTL/100 + 2ms over one TTL
 //     (wall-clock steps do not matter: the Store measures with the
 //     monotonic clock), and
 //   - the server keeps a lease live for lease.ExpiryTolerance past its

@@ -47,9 +47,9 @@ type Event struct {
 	Kind EventKind
 	// Key is the lease's (normalized) key.
 	Key string
-	// LeaseID is the short, loggable form of the lease ID (lease.ShortID),
-	// never the full ID.
-	LeaseID string
+	// ShortLeaseID is the short, loggable form of the lease ID
+	// (lease.ShortID), never the full ID.
+	ShortLeaseID string
 	// Fence is the lease's fencing token.
 	Fence fencing.Token
 	// ExpiresAt is the server's expiry from the last confirmed Extend (or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -51,7 +52,7 @@ func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Op
 	case l == nil:
 		return nil, nil, invalidArgument("lease must not be nil")
 	}
-	if err := lease.ValidateID(l.ID); err != nil {
+	if err := leasekit.ValidateID(l.ID); err != nil {
 		return nil, nil, invalidArgument("lease: %v", err)
 	}
 	if err := lease.ValidateTTL(l.TTL); err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -44,7 +45,7 @@ func TestStart_Renewals_KeepLeaseAliveForTenTTLs(t *testing.T) {
 		for i, e := range ext {
 			assert.Equal(t, 1, e.Attempt, "renewal %d", i)
 			assert.Equal(t, l.Fence, e.Fence)
-			assert.Equal(t, lease.ShortID(l.ID), e.LeaseID)
+			assert.Equal(t, lease.ShortID(l.ID), e.ShortLeaseID)
 		}
 		assert.Empty(t, rec.of(heartbeat.EventRetrying))
 
@@ -319,7 +320,7 @@ func TestStop_DuringExtend_NoRetryNoLoss(t *testing.T) {
 				store := newFakeStore(clockwork.NewRealClock())
 				store.setExtendHook(hang)
 				for range 20 {
-					l := acquire(t, store, lease.NewID(), ttl)
+					l := acquire(t, store, leasekit.NewID(), ttl)
 					parent, cancel := context.WithCancel(t.Context())
 					_, stop, rec := startRecorded(t, parent, store, l)
 					time.Sleep(interval + interval/2) // the first renewal hangs

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -36,7 +37,7 @@ type config struct {
 
 // WithInterval sets the time between renewals. Default: the lease's TTL / 3.
 // It must be positive and leave room before the cut-off:
-// interval < TTL - lease.Drift(TTL) - stop margin.
+// interval < TTL - (TTL/100 + 2ms) - stop margin.
 func WithInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -64,7 +65,7 @@ func WithStopMargin(d time.Duration) Option {
 // WithClock sets the clock that drives renewals and the cut-off. It must be
 // the clock the Store used to compute the lease's Deadline, or the cut-off
 // moves by the difference between the two. Default: the store's own clock
-// when it is a lease.ClockedStore (lease/redis and lease/memory are), else
+// when it is a lease.ClockedStore (lease/redislease and lease/memory are), else
 // clockwork.NewRealClock(); leave it unset unless the store has none.
 func WithClock(clock clockwork.Clock) Option {
 	return func(c *config) error {
@@ -131,9 +132,9 @@ func newConfig(store lease.Store, ttl time.Duration, opts []Option) (config, err
 	if c.interval <= 0 {
 		return c, invalidOption("interval must be positive, got %s (ttl %s)", c.interval, ttl)
 	}
-	if room := ttl - lease.Drift(ttl) - c.margin; c.interval >= room {
+	if room := ttl - leasekit.Drift(ttl) - c.margin; c.interval >= room {
 		return c, invalidOption("interval must be less than ttl - drift - stop margin (%s - %s - %s = %s), got %s",
-			ttl, lease.Drift(ttl), c.margin, room, c.interval)
+			ttl, leasekit.Drift(ttl), c.margin, room, c.interval)
 	}
 	return c, nil
 }

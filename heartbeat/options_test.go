@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
 func TestStart_InvalidOptions(t *testing.T) {
-	drift := lease.Drift(ttl)
+	drift := leasekit.Drift(ttl)
 	tests := []struct {
 		name string
 		opts []heartbeat.Option
@@ -64,7 +65,7 @@ func TestStart_InvalidOptions(t *testing.T) {
 
 func TestStart_InvalidArguments(t *testing.T) {
 	store := newFakeStore(clockwork.NewRealClock())
-	good := func() *lease.Lease { return acquire(t, store, lease.NewID(), ttl) }
+	good := func() *lease.Lease { return acquire(t, store, leasekit.NewID(), ttl) }
 	var nilCtx context.Context
 	tests := []struct {
 		name   string

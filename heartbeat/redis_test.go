@@ -16,12 +16,12 @@ import (
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/heartbeat"
 	"github.com/cronguard/cronguard/lease"
-	redisstore "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
 // These tests run the heartbeat against a real redis-server through the
-// real lease/redis Store, and assert on outcomes ordered on one monotonic
+// real lease/redislease Store, and assert on outcomes ordered on one monotonic
 // clock (time.Now readings in this process). TTLs are short; the sleeps
 // only set the phase of a fault, they decide nothing.
 
@@ -33,11 +33,11 @@ const redisTTL = 2 * time.Second
 
 var redisPrefixSeq atomic.Int64
 
-// newRedisStore returns a lease/redis Store on client under a prefix no
+// newRedisStore returns a lease/redislease Store on client under a prefix no
 // other test uses, so tests on one server do not interfere.
-func newRedisStore(t *testing.T, client rueidis.Client, prefix string) *redisstore.Store {
+func newRedisStore(t *testing.T, client rueidis.Client, prefix string) *redislease.Store {
 	t.Helper()
-	st, err := redisstore.New(client, redisstore.WithPrefix(prefix), redisstore.WithLogger(discard))
+	st, err := redislease.New(client, redislease.WithPrefix(prefix), redislease.WithLogger(discard))
 	require.NoError(t, err)
 	return st
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -57,7 +58,7 @@ func (h *heartbeat) run() {
 	defer cutoff.Stop()
 	// The first renewal is due one interval after the acquire was sent,
 	// which the lease's deadline tells: Deadline = sent + ttl - drift.
-	first := deadline.Add(-(ttl - lease.Drift(ttl))).Add(h.cfg.interval)
+	first := deadline.Add(-(ttl - leasekit.Drift(ttl))).Add(h.cfg.interval)
 	renew := clock.NewTimer(max(first.Sub(clock.Now()), 0))
 	defer renew.Stop()
 
@@ -151,13 +152,13 @@ loop:
 // emit passes e to the observer and logs it.
 func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
 	e.Key = h.lease.Key
-	e.LeaseID = lease.ShortID(h.lease.ID)
+	e.ShortLeaseID = lease.ShortID(h.lease.ID)
 	e.Fence = h.lease.Fence
 	if h.cfg.observer != nil {
 		h.cfg.observer(e)
 	}
 	attrs := []slog.Attr{
-		slog.String("lease", e.LeaseID),
+		slog.String("lease", e.ShortLeaseID),
 		slog.Any("fence", e.Fence),
 	}
 	var (

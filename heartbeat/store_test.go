@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -49,7 +50,7 @@ func (s *fakeStore) Acquire(ctx context.Context, key string, ttl time.Duration, 
 			return nil, &lease.LockedError{}
 		}
 	}
-	id := lease.NewID()
+	id := leasekit.NewID()
 	s.fence++
 	s.leases[id] = &fakeRecord{key: key, expiresAt: sent.Add(ttl)}
 	return lease.Attach(s, &lease.Lease{
@@ -104,7 +105,7 @@ func (s *fakeStore) Lookup(ctx context.Context, key string) (lease.Info, error) 
 	defer s.mu.Unlock()
 	for _, r := range s.leases {
 		if r.key == key && live(r, s.clock.Now()) {
-			return lease.Info{KeyHash: lease.Hash(key), ExpiresAt: r.expiresAt}, nil
+			return lease.Info{KeyHash: leasekit.Hash(key), ExpiresAt: r.expiresAt}, nil
 		}
 	}
 	return lease.Info{}, lease.ErrNotFound
@@ -114,7 +115,7 @@ func (s *fakeStore) LookupID(ctx context.Context, id string) (lease.Info, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.leases[id]; ok && live(r, s.clock.Now()) {
-		return lease.Info{KeyHash: lease.Hash(r.key), IDHash: lease.Hash(id), ExpiresAt: r.expiresAt}, nil
+		return lease.Info{KeyHash: leasekit.Hash(r.key), IDHash: leasekit.Hash(id), ExpiresAt: r.expiresAt}, nil
 	}
 	return lease.Info{}, lease.ErrNotFound
 }

@@ -17,12 +17,12 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/inspect"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
 // schedulerLeaseCommands are the lease user's grants (docs/redis-acl.md,
-// "Leases alone"; proven by lease/redis's TestStore_ACL), and
+// "Leases alone"; proven by lease/redislease's TestStore_ACL), and
 // schedulerFleetCommands what a scheduler adds for the pause check and the
 // control plane ("Schedulers"); schedulerWaitCommands are the lease user's
 // sharded pub/sub grants, with which releases wake waiters.
@@ -115,7 +115,7 @@ func aclScenario(t *testing.T, f *liveFleet, user string, strict bool) {
 		Username: user, Password: "secret"})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	store, err := leaseredis.New(client, leaseredis.WithPrefix(f.prefix))
+	store, err := redislease.New(client, redislease.WithPrefix(f.prefix))
 	require.NoError(t, err)
 	warnings := &syncBuffer{}
 	job := "acl-" + user
@@ -176,7 +176,7 @@ func aclScenario(t *testing.T, f *liveFleet, user string, strict bool) {
 	now := f.storeNow(t)
 	id := "resync-" + user
 	entry := fmt.Sprintf("%d|%d|%s", now.Add(time.Minute).UnixMilli(), now.UnixMilli(), id)
-	queue := f.prefix + ":trigger:{" + f.prefix + ":" + key + "}"
+	queue := f.prefix + ":trigger:{" + key + "}"
 	require.NoError(t, f.admin.Do(ctx, f.admin.B().Rpush().Key(queue).Element(entry).Build()).Error())
 	_ = f.admin.Do(ctx, f.admin.B().ClientKill().TypePubsub().User(user).Build()).Error() // none when it never subscribed
 	step("the queued trigger run after the resync", has(func(e scheduler.Event) bool {

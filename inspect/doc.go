@@ -6,7 +6,7 @@
 // now, force-release a lease. The cronguard command (cmd/cronguard) prints
 // it.
 //
-//	in, err := inspect.New(store) // a lease/redis Store on the fleet's Redis and key prefix
+//	in, err := inspect.New(store) // a lease/redislease Store on the fleet's Redis and key prefix
 //	jobs, err := in.Jobs(ctx)
 //	err = in.Pause(ctx, "report", "alice", "the warehouse is being migrated")
 //	res, err := in.Trigger(ctx, "report", "alice", inspect.WithWait(time.Minute))

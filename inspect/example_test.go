@@ -19,7 +19,7 @@ import (
 // exampleFleet is an in-memory store at 12:00:01.250 UTC on a fake clock,
 // where replica-a and replica-b registered report (every 5s) and replica-a
 // also tick (every second), as their schedulers would. In production the
-// store is a lease/redis Store on the fleet's Redis and key prefix.
+// store is a lease/redislease Store on the fleet's Redis and key prefix.
 func exampleFleet() (*memory.Store, *clockwork.FakeClock) {
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 12, 0, 1, 250_000_000, time.UTC))
@@ -179,7 +179,7 @@ func ExampleInspector_ForceRelease() {
 	// again: true
 }
 
-// New takes the fleet's store: in production a lease/redis Store on the
+// New takes the fleet's store: in production a lease/redislease Store on the
 // fleet's Redis, with the key prefix its replicas use.
 func ExampleNew() {
 	ctx := context.Background()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/inspect"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -34,9 +34,9 @@ const waitBound = 30 * time.Second
 // off), and an Inspector on an admin client.
 type liveFleet struct {
 	redis  *testutil.Redis
-	prefix string // the lease/redis key prefix
+	prefix string // the lease/redislease key prefix
 	admin  rueidis.Client
-	store  *leaseredis.Store // the admin's
+	store  *redislease.Store // the admin's
 	in     *inspect.Inspector
 	events *eventLog
 	runs   *runLog
@@ -49,7 +49,7 @@ func newLiveFleet(t *testing.T) *liveFleet {
 	r := testutil.StartRedis(t)
 	f := &liveFleet{redis: r, prefix: fmt.Sprintf("it%d", prefixSeq.Add(1)), admin: r.Client(t), events: newEventLog(), runs: &runLog{}}
 	var err error
-	f.store, err = leaseredis.New(f.admin, leaseredis.WithPrefix(f.prefix))
+	f.store, err = redislease.New(f.admin, redislease.WithPrefix(f.prefix))
 	require.NoError(t, err)
 	f.in, err = inspect.New(f.store, inspect.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func (f *liveFleet) start(t *testing.T, id string, register func(s *scheduler.Sc
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	store, err := leaseredis.New(client, leaseredis.WithPrefix(f.prefix))
+	store, err := redislease.New(client, redislease.WithPrefix(f.prefix))
 	require.NoError(t, err)
 	opts = append([]scheduler.Option{
 		scheduler.WithInstanceID(id),

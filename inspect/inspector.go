@@ -63,7 +63,7 @@ func WithConcurrency(n int) Option {
 }
 
 // New returns an Inspector of the fleet whose control plane store keeps
-// (lease/redis, lease/memory). It does no I/O.
+// (lease/redislease, lease/memory). It does no I/O.
 func New(store fleet.Store, opts ...Option) (*Inspector, error) {
 	if store == nil {
 		return nil, invalid("New", "store must not be nil")
@@ -81,7 +81,7 @@ func New(store fleet.Store, opts ...Option) (*Inspector, error) {
 }
 
 // Replicas returns the live replicas' registry entries, sorted by ID: one
-// store read (lease/redis: TIME and ZRANGE in one round trip, then one
+// store read (lease/redislease: TIME and ZRANGE in one round trip, then one
 // MGET of the entries). An entry lives three refresh periods after its
 // replica's last refresh (scheduler.WithRegistryRefresh, 5s by default),
 // so a replica that died is listed for up to 15s; one that shut down

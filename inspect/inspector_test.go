@@ -13,6 +13,7 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/inspect"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/memory"
 )
@@ -98,7 +99,7 @@ func TestInspector_Jobs_State(t *testing.T) {
 	assert.Equal(t, "replica-b", report.Holder.Replica)
 	assert.Equal(t, held.Fence, report.Holder.Fence)
 	assert.Equal(t, 7*time.Second, report.Holder.Left, "10s lease taken 3s ago, by the store's clock")
-	assert.Equal(t, lease.ShortID(lease.Hash(held.ID)), report.Holder.LeaseHash)
+	assert.Equal(t, lease.ShortID(leasekit.Hash(held.ID)), report.Holder.LeaseHash)
 	assert.NotContains(t, report.Holder.LeaseHash, held.ID[len(held.ID)-6:], "no part of the lease ID is shown")
 	assert.Equal(t, reportOcc, report.LastOccurrence)
 	assert.Nil(t, report.LastRun)

@@ -116,7 +116,7 @@ func (r Run) Ended() time.Time { return r.Started.Add(r.Duration) }
 //
 // It reads the registry once (Replicas) and then each job's state once
 // (fleet.Store.JobState), up to WithConcurrency reads at a time. On
-// lease/redis a job's read is one script in the job's slot: TIME, four
+// lease/redislease a job's read is one script in the job's slot: TIME, four
 // GETs and an LRANGE of the job's trigger queue (O(1) plus the queued
 // triggers), a few microseconds of server time; the reads share the
 // client's pipeline. So Jobs costs two round trips for the registry plus

@@ -3,7 +3,7 @@ package lease
 import "github.com/jonboulle/clockwork"
 
 // ClockedStore is an optional interface of a Store that measures its
-// leases' Deadlines on a clock of its own (lease/redis and lease/memory take
+// leases' Deadlines on a clock of its own (lease/redislease and lease/memory take
 // one as an option). A Deadline means something only against that clock:
 // code that compares one with "now", as heartbeat does, reads now from
 // Clock.

@@ -7,7 +7,7 @@
 // attempt to take it for a TTL; the holder keeps it alive with Extend (which
 // sets the expiry to server-now + TTL; it never adds) and gives it up with
 // Release. Both work from the lease's ID alone, which is the only proof of
-// ownership. lease/redis is the production Store; lease/memory keeps leases
+// ownership. lease/redislease is the production Store; lease/memory keeps leases
 // in process with the same semantics; lease/leasetest is the conformance
 // suite both pass.
 //
@@ -19,7 +19,7 @@
 // queue the store keeps (a FairStore).
 //
 // Semaphore admits up to a limit of holders of one name at a time, on a
-// store that is a SemaphoreStore (lease/redis, lease/memory). Holders are
+// store that is a SemaphoreStore (lease/redislease, lease/memory). Holders are
 // Leases with the semaphore's own fences; Semaphore.Acquire waits as Lock
 // does.
 //

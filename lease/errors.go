@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cronguard/cronguard/internal/leasekit"
 )
 
 // Sentinel errors. Every error returned by a Store wraps exactly one of them
@@ -25,7 +27,7 @@ var (
 	ErrClockSkew = errors.New("lease: round too far ahead of server time")
 	// ErrInvalidArgument: a key, TTL, ID, round or option broke a rule; the
 	// message names the rule. No I/O was done.
-	ErrInvalidArgument = errors.New("lease: invalid argument")
+	ErrInvalidArgument = leasekit.ErrInvalidArgument
 	// ErrUnavailable: the backend could not be reached or refused to serve
 	// (connection refused or reset, EOF, BUSY, LOADING, READONLY, MASTERDOWN,
 	// CLUSTERDOWN, TRYAGAIN, client closed). Usually transient.

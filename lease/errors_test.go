@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -51,7 +52,7 @@ func TestSentinels_Distinct(t *testing.T) {
 }
 
 func TestLease_Unattached(t *testing.T) {
-	l := &lease.Lease{ID: lease.NewID()}
+	l := &lease.Lease{ID: leasekit.NewID()}
 	_, err := l.Extend(t.Context(), time.Second)
 	require.ErrorIs(t, err, lease.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "not attached")

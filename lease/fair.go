@@ -3,6 +3,8 @@ package lease
 import (
 	"context"
 	"time"
+
+	"github.com/cronguard/cronguard/internal/leasekit"
 )
 
 // Queue defaults (WithFairness).
@@ -20,7 +22,7 @@ const (
 const queueLeaveTimeout = 2 * time.Second
 
 // FairStore is an optional interface of a Store that queues waiters: Lock
-// with WithFairness needs it. lease/redis and lease/memory implement it.
+// with WithFairness needs it. lease/redislease and lease/memory implement it.
 //
 // A key's queue holds tickets in arrival order, each with an expiry that
 // its waiter refreshes with every attempt; a ticket whose expiry passed is
@@ -100,7 +102,7 @@ func lockFair(ctx context.Context, store Store, key string, ttl time.Duration, c
 	if entryTTL == 0 {
 		entryTTL = DefaultQueueEntryTTL
 	}
-	ticket := NewID()
+	ticket := leasekit.NewID()
 	p := waitPlan{
 		attempt: func(ctx context.Context) (*Lease, error) {
 			return fs.AcquireQueued(ctx, key, ttl, ticket, entryTTL, c.acquire...)

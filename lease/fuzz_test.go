@@ -45,31 +45,3 @@ func FuzzNormalizeKey(f *testing.F) {
 		}
 	})
 }
-
-func FuzzStorageKey(f *testing.F) {
-	f.Add("cronguard", "job", "job2", 1000, 26)
-	f.Add("cronguard::", strings.Repeat("k", 512), strings.Repeat("k", 511)+"x", 1000, 26)
-	f.Add("p", "a", "b", 30, 5)
-	f.Add("", "", "x", 0, 0)
-	f.Add("p", "k", "k", -5, 100)
-	f.Fuzz(func(t *testing.T, prefix, key, other string, budget, reserve int) {
-		got, err := lease.StorageKey(prefix, key, budget, reserve)
-		if err != nil {
-			return
-		}
-		if len(got) > budget-reserve {
-			t.Fatalf("StorageKey(%q, %q, %d, %d) = %q: %d bytes, over budget-reserve", prefix, key, budget, reserve, got, len(got))
-		}
-		again, _ := lease.StorageKey(prefix, key, budget, reserve)
-		if again != got {
-			t.Fatalf("StorageKey is not deterministic: %q then %q", got, again)
-		}
-		if other == key {
-			return
-		}
-		o, err := lease.StorageKey(prefix, other, budget, reserve)
-		if err == nil && o == got {
-			t.Fatalf("keys %q and %q share the storage key %q", key, other, got)
-		}
-	})
-}

@@ -7,7 +7,7 @@ import (
 
 // KeyedStore is an optional interface of a Store that can extend and
 // release a held *Lease using what the lease knows besides its ID (its
-// Key), which can save the store a lookup by ID. lease/redis implements it.
+// Key), which can save the store a lookup by ID. lease/redislease implements it.
 //
 // The results must be those of the Store's ID methods, for every state the
 // store itself produces: ExtendLease(ctx, l, ttl) answers as Extend(ctx,

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/internal/leasekit"
 )
 
 // Store keeps leases. Implementations are safe for concurrent use; every
 // method validates its arguments before doing any I/O.
 //
-// lease/redis is the production Store; lease/memory keeps leases in process
+// lease/redislease is the production Store; lease/memory keeps leases in process
 // with the same semantics.
 type Store interface {
 	// Acquire makes a single attempt to take the lease on key for ttl.
@@ -51,7 +52,7 @@ type Lease struct {
 	// Key is the user's key after NFC normalization.
 	Key string
 	// ID proves ownership: Extend and Release need it. It is a secret of
-	// sorts: log LogID instead.
+	// sorts: log ShortID(ID) instead.
 	ID string
 	// Fence is this acquire's fencing token, strictly greater than every
 	// token issued before for Key.
@@ -76,7 +77,7 @@ type Lease struct {
 	Trigger string
 	// Deadline is the local time, on the Store's clock, up to which the
 	// lease can be trusted: the moment the acquire request was sent, plus
-	// TTL, minus Drift(TTL). It carries a monotonic reading when the clock
+	// TTL, minus TTL/100 + 2ms (see LocalDeadline). It carries a monotonic reading when the clock
 	// provides one.
 	Deadline time.Time
 
@@ -110,9 +111,6 @@ func (l *Lease) Release(ctx context.Context) error {
 	return Release(ctx, l.store, l)
 }
 
-// LogID returns a short, non-secret form of the lease ID for logs.
-func (l *Lease) LogID() string { return ShortID(l.ID) }
-
 // Info is what Lookup and LookupID return: enough to inspect a lease
 // without revealing its key or ID.
 type Info struct {
@@ -124,17 +122,12 @@ type Info struct {
 	ExpiresAt  time.Time     // server time
 }
 
-// Drift is the allowance subtracted from a TTL when computing a local
-// deadline, to cover clock-rate differences between client and server:
-// ttl/100 + 2ms.
-func Drift(ttl time.Duration) time.Duration {
-	return ttl/100 + 2*time.Millisecond
-}
-
 // LocalDeadline returns the local time up to which a lease whose expiry was
-// set by a request sent at sent can be trusted: sent + ttl - Drift(ttl).
+// set by a request sent at sent can be trusted: sent + ttl - (ttl/100 +
+// 2ms), the allowance covering clock-rate differences between client and
+// server. Stores set Lease.Deadline with it.
 func LocalDeadline(sent time.Time, ttl time.Duration) time.Time {
-	return sent.Add(ttl - Drift(ttl))
+	return sent.Add(ttl - leasekit.Drift(ttl))
 }
 
 // ExpiryTolerance is how long past its ExpiresAt a lease still counts as
@@ -146,7 +139,7 @@ const ExpiryTolerance = 1000 * time.Millisecond
 // ExpiredRetention is how long a Store remembers a lease's ID after the
 // lease stopped being live, so that Extend and Release can say
 // ReasonExpired rather than ReasonNotFound. An expired lease is never live
-// and never blocks an acquire (lease/redis keeps only the ID index that
+// and never blocks an acquire (lease/redislease keeps only the ID index that
 // long; its record leaves Redis when the lease stops being live).
 const ExpiredRetention = 10 * time.Second
 

@@ -10,14 +10,14 @@ import (
 )
 
 // Lock defaults. The backoff between attempts starts at
-// DefaultLockBackoffInitial, doubles (LockBackoffMultiplier) up to
-// DefaultLockBackoffMax, and each wait is randomized by ±LockBackoffJitter.
+// DefaultLockBackoffInitial, doubles up to
+// DefaultLockBackoffMax, and each wait is randomized by ±50%.
 const (
 	DefaultLockMaxWait        = 5 * time.Second        // how long Lock waits in all
 	DefaultLockBackoffInitial = 100 * time.Millisecond // first wait between attempts
 	DefaultLockBackoffMax     = 2 * time.Second        // longest wait between attempts
-	LockBackoffMultiplier     = 2.0                    // growth of the wait per attempt
-	LockBackoffJitter         = 0.5                    // randomization factor of each wait
+	lockBackoffMultiplier     = 2.0                    // growth of the wait per attempt
+	lockBackoffJitter         = 0.5                    // randomization factor of each wait
 )
 
 // lockMinWait is the shortest wait between two attempts, even when the
@@ -99,7 +99,7 @@ func WithLockClock(clock clockwork.Clock) LockOption {
 // ErrInvalidArgument, is returned at once. How it waits depends on the
 // store:
 //
-//   - When the store is a Notifier (lease/redis, lease/memory), Lock
+//   - When the store is a Notifier (lease/redislease, lease/memory), Lock
 //     watches the key after its first failed attempt, tries once more (a
 //     release may have come in between), and then sleeps until the key is
 //     released (a notification) or the holder's lease runs out
@@ -159,7 +159,7 @@ func resolveLock(ctx context.Context, store Store, opts []LockOption) (*lockConf
 	}
 	for _, opt := range opts {
 		if opt == nil {
-			continue
+			return nil, invalid("lock: option must not be nil")
 		}
 		if err := opt(c); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -78,7 +79,7 @@ func TestLock_Fair_DeadWaiterHoldsUpUntilItsPlaceExpires(t *testing.T) {
 		require.NoError(t, err)
 		const place = 2 * time.Second
 		queuedAt := time.Now()
-		_, err = s.AcquireQueued(ctx, "k", time.Hour, lease.NewID(), place)
+		_, err = s.AcquireQueued(ctx, "k", time.Hour, leasekit.NewID(), place)
 		require.ErrorIs(t, err, lease.ErrLocked, "the dead waiter's one attempt")
 		time.AfterFunc(500*time.Millisecond, func() { assert.NoError(t, holder.Release(context.Background())) })
 		l, err := lease.Lock(ctx, s, "k", time.Hour, lease.WithFairness(), lease.WithMaxWait(time.Minute))

@@ -249,3 +249,18 @@ func TestLock_WithLockClock_FakeClock(t *testing.T) {
 	assert.GreaterOrEqual(t, clock.Since(start), time.Second+lease.ExpiryTolerance,
 		"Lock acquired only once the holder stopped being live on the fake clock")
 }
+
+// A nil option is refused, as every package refuses one.
+func TestLock_NilOption(t *testing.T) {
+	store, err := memory.New()
+	require.NoError(t, err)
+	_, err = lease.Lock(t.Context(), store, "k", time.Second, nil)
+	require.ErrorIs(t, err, lease.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "option must not be nil")
+}
+
+func TestMemoryNew_NilOption(t *testing.T) {
+	_, err := memory.New(nil)
+	require.ErrorIs(t, err, lease.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "option must not be nil")
+}

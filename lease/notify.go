@@ -4,7 +4,7 @@ import "context"
 
 // Notifier is an optional interface of a Store that tells waiters when a
 // key was released, so that Lock wakes on the release instead of polling.
-// lease/redis implements it with sharded pub/sub in the key's slot,
+// lease/redislease implements it with sharded pub/sub in the key's slot,
 // lease/memory in process. A Store without it is polled (see Lock).
 type Notifier interface {
 	// Watch starts watching the releases of key and returns once they are

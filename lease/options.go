@@ -113,9 +113,10 @@ func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
 	}
 	var o AcquireOptions
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt == nil {
+			return o, invalid("acquire option must not be nil")
 		}
+		opt(&o)
 	}
 	if o.roundSet && o.Round <= 0 {
 		return o, invalid("round must be positive, got %d", o.Round)

@@ -19,7 +19,7 @@ const MaxSemaphoreLimit = 10000
 // strictly greater than every token issued before for that semaphore.
 // Liveness is a lease's: a holder is live while ExpiresAt > server now -
 // ExpiryTolerance, and holders that stopped being live are dropped by the
-// next acquire. lease/redis and lease/memory implement it; use it through
+// next acquire. lease/redislease and lease/memory implement it; use it through
 // Semaphore.
 //
 // A semaphore's name is validated as a key (NormalizeKey) and lives apart

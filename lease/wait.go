@@ -29,8 +29,8 @@ type waitPlan struct {
 func waitFor(ctx context.Context, c *lockConfig, p waitPlan) (*Lease, error) {
 	b := &backoff.ExponentialBackOff{
 		InitialInterval:     c.initial,
-		RandomizationFactor: LockBackoffJitter,
-		Multiplier:          LockBackoffMultiplier,
+		RandomizationFactor: lockBackoffJitter,
+		Multiplier:          lockBackoffMultiplier,
 		MaxInterval:         c.maxBackoff,
 		MaxElapsedTime:      0, // the max wait is enforced here, with a last attempt at the end
 		Stop:                backoff.Stop,

@@ -156,7 +156,7 @@ func BenchmarkTelemetry_RunPath(b *testing.B) {
 	tel := benchTelemetry(b)
 	job := tel.middleware(func(context.Context) error { return nil })
 	started := scheduler.Event{Kind: scheduler.EventStarted, Job: run.Job, Instance: "replica-1",
-		Occurrence: run.Occurrence, Fence: run.Fence, LeaseID: lease.ShortID(run.LeaseID)}
+		Occurrence: run.Occurrence, Fence: run.Fence, ShortLeaseID: lease.ShortID(run.LeaseID)}
 	succeeded, released := started, started
 	succeeded.Kind, succeeded.Duration = scheduler.EventSucceeded, time.Millisecond
 	released.Kind = scheduler.EventReleased

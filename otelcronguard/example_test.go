@@ -31,7 +31,7 @@ func Example() {
 		panic(err)
 	}
 
-	store, _ := memory.New() // a lease/redis Store in production
+	store, _ := memory.New() // a lease/redislease Store in production
 	done := make(chan struct{})
 	opts := append(tel.Options(),
 		scheduler.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),

@@ -38,7 +38,7 @@ const leaseTailLen = 6
 func leaseTail(id string) string { return id[max(0, len(id)-leaseTailLen):] }
 
 func eventKey(e scheduler.Event) runKey {
-	return runKey{job: e.Job, occurrence: e.Occurrence.UnixNano(), fence: uint64(e.Fence), lease: leaseTail(e.LeaseID)}
+	return runKey{job: e.Job, occurrence: e.Occurrence.UnixNano(), fence: uint64(e.Fence), lease: leaseTail(e.ShortLeaseID)}
 }
 
 func runKeyOf(r scheduler.Run) runKey {

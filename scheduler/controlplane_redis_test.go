@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -46,7 +46,7 @@ func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartRedis(t)
 	admin := srv.Client(t)
-	store, err := leaseredis.New(srv.Client(t))
+	store, err := redislease.New(srv.Client(t))
 	require.NoError(t, err)
 	var runs atomic.Int64
 	s := newScheduler(t, store, WithRegistryRefresh(time.Hour)) // no refresh within the test
@@ -83,7 +83,7 @@ func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
 	perRefresh := func(t *testing.T, jobs int) map[string]float64 {
 		srv := testutil.StartRedis(t)
 		admin := srv.Client(t)
-		store, err := leaseredis.New(srv.Client(t))
+		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
 		s := newScheduler(t, store, WithRegistryRefresh(200*time.Millisecond))
 		for i := range jobs {

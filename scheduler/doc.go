@@ -3,7 +3,7 @@
 // registers the same jobs, and starts it; for each scheduled occurrence only
 // the replica that wins the job's lease runs the job.
 //
-//	s, err := scheduler.New(store) // e.g. a lease/redis Store
+//	s, err := scheduler.New(store) // e.g. a lease/redislease Store
 //	err = s.Register("invoices", scheduler.Cron("0 2 * * *"), runInvoices,
 //		scheduler.WithTTL(time.Minute), scheduler.WithCatchUp(time.Hour))
 //	err = s.Start()
@@ -145,7 +145,7 @@
 //     with different schedules or functions are not detected.
 //   - Mutual exclusion is as good as the store: Redis replication is
 //     asynchronous, and a failover can lose a lease or a round record (see
-//     lease/redis); a lost round record lets an occurrence start twice.
+//     lease/redislease); a lost round record lets an occurrence start twice.
 //
 // Register works before and after Start. Start and Register fail with
 // ErrShutdown after Shutdown; Start twice fails with ErrAlreadyStarted.

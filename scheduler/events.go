@@ -32,7 +32,7 @@ const (
 	// whether it is a catch-up run. It is emitted on the goroutine that then
 	// calls the job (and its middleware), just before the call, so an
 	// observer and a middleware can pair them. The run's events carry
-	// LeaseID, the short form of Run.LeaseID, which identifies the run.
+	// ShortLeaseID, the short form of Run.LeaseID, which identifies the run.
 	EventStarted
 	// EventRenewed: the heartbeat renewed the run's lease; Latency is how
 	// long the renewal took (from just before it was sent to its answer).
@@ -168,23 +168,23 @@ func (r SkipReason) String() string {
 
 // Event is what an observer (WithObserver) receives.
 type Event struct {
-	Kind       EventKind
-	Job        string         // the job's name
-	Instance   string         // this replica's instance ID
-	Occurrence time.Time      // the scheduled time of the firing
-	Reason     SkipReason     // for EventSkipped
-	Fence      fencing.Token  // the run's fencing token, once acquired
-	LeaseID    string         // the lease ID in short form (lease.ShortID), once acquired
-	CatchUp    bool           // the run is a catch-up (WithCatchUp), once acquired
-	Lateness   time.Duration  // for started: how long after the occurrence the run started
-	Duration   time.Duration  // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
-	Remaining  time.Duration  // for lease lost: how long the lease had left to its local deadline
-	Latency    time.Duration  // for renewed: how long the renewal took
-	Attempt    int            // for acquire retrying: the attempt that failed (1 for the first)
-	Missed     Missed         // for missed: the occurrences that ran nowhere
-	Trigger    string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
-	Conflict   fleet.Conflict // for conflict: the two registrations
-	Err        error          // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
+	Kind         EventKind
+	Job          string         // the job's name
+	Instance     string         // this replica's instance ID
+	Occurrence   time.Time      // the scheduled time of the firing
+	Reason       SkipReason     // for EventSkipped
+	Fence        fencing.Token  // the run's fencing token, once acquired
+	ShortLeaseID string         // the lease ID in short form (lease.ShortID), once acquired; never the full ID
+	CatchUp      bool           // the run is a catch-up (WithCatchUp), once acquired
+	Lateness     time.Duration  // for started: how long after the occurrence the run started
+	Duration     time.Duration  // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
+	Remaining    time.Duration  // for lease lost: how long the lease had left to its local deadline
+	Latency      time.Duration  // for renewed: how long the renewal took
+	Attempt      int            // for acquire retrying: the attempt that failed (1 for the first)
+	Missed       Missed         // for missed: the occurrences that ran nowhere
+	Trigger      string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
+	Conflict     fleet.Conflict // for conflict: the two registrations
+	Err          error          // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
 }
 
 // Missed describes occurrences of a job that ran nowhere, as the ledger

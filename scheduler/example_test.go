@@ -16,7 +16,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease/memory"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -37,7 +37,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	store, err := leaseredis.New(client)
+	store, err := redislease.New(client)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -56,7 +57,7 @@ func TestScheduler_Run_HeartbeatCutoffOnTheStoreClock(t *testing.T) {
 				r := <-res
 				assert.ErrorIs(t, r.cause, heartbeat.ErrLeaseUnconfirmed)
 				// Deadline = sent + ttl - drift; the cut-off is ttl/6 earlier.
-				want := ttl - lease.Drift(ttl) - ttl/heartbeat.DefaultStopMarginDivisor
+				want := ttl - leasekit.Drift(ttl) - ttl/heartbeat.DefaultStopMarginDivisor
 				assert.Equal(t, want, r.at.Sub(r.begin), "cut off at the local deadline minus the stop margin, on the store's clock")
 				assert.True(t, r.at.Before(r.deadline), "cancelled before the lease expires in the store")
 			})

@@ -67,7 +67,7 @@ func (s *Scheduler) Jobs() []JobInfo {
 // replicas go on running the job. It fails with ErrUnknownJob for a name
 // that is not registered. The name may be registered again afterwards.
 func (s *Scheduler) Remove(name string) error {
-	key, err := lease.NormalizeKey(s.cfg.keyPrefix + name)
+	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
 		return fmt.Errorf("%w: Remove %q: %w", ErrUnknownJob, name, err)
 	}

@@ -22,7 +22,7 @@ type concurrencyLimit struct {
 // name, of which at most n run at once across every replica: they share a
 // semaphore of n slots in the lease store (lease.Semaphore named by the
 // scheduler's key prefix and name; the store must be a
-// lease.SemaphoreStore, as lease/redis and lease/memory are). Every job
+// lease.SemaphoreStore, as lease/redislease and lease/memory are). Every job
 // and replica that shares name must give the same n.
 //
 // An occurrence first wins the job's lease and claims its round as usual;
@@ -64,7 +64,7 @@ func (s *Scheduler) semaphoreFor(job string, limit *concurrencyLimit) (*lease.Se
 		}
 		return sem, nil
 	}
-	sem, err := lease.NewSemaphore(s.store, s.cfg.keyPrefix+limit.name, limit.n)
+	sem, err := lease.NewSemaphore(s.store, JobKeyPrefix+limit.name, limit.n)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Register %q: WithConcurrencyLimit: %w", ErrInvalidArgument, job, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -130,7 +130,7 @@ func TestScheduler_ConcurrencyLimit_RealRedis(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	var stores []lease.Store
 	for range 3 {
-		st, err := leaseredis.New(srv.Client(t), leaseredis.WithLogger(discardLogger()))
+		st, err := redislease.New(srv.Client(t), redislease.WithLogger(discardLogger()))
 		require.NoError(t, err)
 		stores = append(stores, st)
 	}

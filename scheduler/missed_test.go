@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 // outageStore is a store that cannot be reached between from and to (on
@@ -64,7 +64,7 @@ func newReplicaSet(t *testing.T, n int, wrap func(lease.Store) lease.Store, regi
 	m := newBubbleMiniredis(t)
 	f := &replicaSet{occ: newOccurrences()}
 	for i := range n {
-		store, err := leaseredis.New(newBubbleClient(t, m))
+		store, err := redislease.New(newBubbleClient(t, m))
 		require.NoError(t, err)
 		ev := &events{}
 		var st lease.Store = store

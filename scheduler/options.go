@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 
@@ -21,10 +20,11 @@ const (
 	DefaultTTL = 30 * time.Second
 	// MinTTL is the shortest TTL WithTTL accepts.
 	MinTTL = 10 * time.Millisecond
-	// DefaultKeyPrefix is prepended to a job's name to form its lease key.
-	DefaultKeyPrefix = "job:"
-	// MaxKeyPrefixLen is the longest key prefix accepted, in bytes.
-	MaxKeyPrefixLen = 256
+	// JobKeyPrefix is prepended to a job's name to form its lease key: job
+	// "invoices" has the key "job:invoices" in the store. Jobs of separate
+	// fleets sharing one Redis are kept apart by the store's prefix
+	// (redislease.WithPrefix), not by the job key.
+	JobKeyPrefix = "job:"
 	// MaxInstanceIDLen is the longest instance ID accepted, in bytes.
 	MaxInstanceIDLen = 128
 	// DefaultAcquireConcurrency is how many lease acquires a Scheduler runs
@@ -41,7 +41,6 @@ type Option func(*config) error
 type config struct {
 	logger     *slog.Logger
 	location   *time.Location
-	keyPrefix  string
 	instanceID string
 	observers  []func(Event)
 	middleware []Middleware
@@ -60,7 +59,6 @@ func defaultConfig() config {
 	return config{
 		logger:     slog.Default(),
 		location:   time.UTC,
-		keyPrefix:  DefaultKeyPrefix,
 		instanceID: host + "/" + strconv.Itoa(os.Getpid()),
 		clock:      clockwork.NewRealClock(),
 
@@ -97,23 +95,6 @@ func WithLocation(loc *time.Location) Option {
 			return invalidOption("WithLocation: location must not be nil")
 		}
 		c.location = loc
-		return nil
-	}
-}
-
-// WithKeyPrefix sets the prefix that turns a job name into its lease key.
-// Default: DefaultKeyPrefix ("job:"). It may be empty; it must be valid
-// UTF-8 and at most MaxKeyPrefixLen bytes. Replicas that should exclude each
-// other must use the same prefix.
-func WithKeyPrefix(prefix string) Option {
-	return func(c *config) error {
-		if !utf8.ValidString(prefix) {
-			return invalidOption("WithKeyPrefix: prefix must be valid UTF-8")
-		}
-		if len(prefix) > MaxKeyPrefixLen {
-			return invalidOption("WithKeyPrefix: prefix must be at most %d bytes, got %d", MaxKeyPrefixLen, len(prefix))
-		}
-		c.keyPrefix = prefix
 		return nil
 	}
 }
@@ -207,7 +188,7 @@ func WithClock(clock clockwork.Clock) Option {
 
 // WithRegistryRefresh sets how often this replica refreshes its entry in
 // the fleet's registry (package fleet), when the lease store keeps one (as
-// lease/redis and lease/memory do). The entry lapses three periods after
+// lease/redislease and lease/memory do). The entry lapses three periods after
 // the last refresh, so a replica that dies leaves the registry within
 // 3*d (one that stops leaves at Shutdown). Default: DefaultRegistryRefresh
 // (5s). d must be at least 100ms and a whole number of milliseconds.
@@ -346,14 +327,12 @@ func WithErrorClassOnly() JobOption {
 }
 
 // WithOwner sets the holder label stored with the job's lease (shown by
-// lease Lookup; not a proof of ownership). Default: "<instance ID>/<job
-// name>". It must be non-empty and pass lease.ValidateOwner (valid UTF-8,
-// at most lease.MaxOwnerLen bytes, no control characters).
+// lease Lookup and the cronguard command; not a proof of ownership), as
+// lease.WithOwner does for one acquire. Default: "<instance ID>/<job
+// name>". It must pass lease.ValidateOwner (valid UTF-8, at most
+// lease.MaxOwnerLen bytes, no control characters); "" keeps the default.
 func WithOwner(label string) JobOption {
 	return func(c *jobConfig) error {
-		if label == "" {
-			return invalidOption("WithOwner: label must not be empty")
-		}
 		if err := lease.ValidateOwner(label); err != nil {
 			return fmt.Errorf("%w: WithOwner: %w", ErrInvalidArgument, err)
 		}

@@ -54,7 +54,7 @@ func (p OverlapPolicy) String() string {
 // WithOverlap sets the job's overlap policy: what an occurrence does that
 // finds the job still running elsewhere. Default: OverlapSkip. p must be
 // OverlapSkip or OverlapBufferOne. OverlapBufferOne waits best with a
-// store that notifies releases (lease.Notifier: lease/redis on Redis 7
+// store that notifies releases (lease.Notifier: lease/redislease on Redis 7
 // with the pub/sub grants, lease/memory); with another store the waiting
 // occurrence polls with backoff (100ms doubling to 2s), so it may start a
 // little after the release.

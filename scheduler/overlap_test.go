@@ -144,7 +144,7 @@ func TestScheduler_BufferOne_LostLeaseWaitsForTheRunHere(t *testing.T) {
 			defer func() { mu.Lock(); running--; mu.Unlock() }()
 			first.Do(func() {
 				time.Sleep(300 * time.Millisecond)
-				_, err := store.ForceRelease(context.Background(), DefaultKeyPrefix+"tick")
+				_, err := store.ForceRelease(context.Background(), JobKeyPrefix+"tick")
 				assert.NoError(t, err)
 				time.Sleep(1200 * time.Millisecond) // ignores ctx: outlives the next occurrence
 			})
@@ -175,7 +175,7 @@ func TestScheduler_BufferOne_ShutdownEndsTheWait(t *testing.T) {
 		var ev events
 		s := newScheduler(t, store, WithObserver(ev.observe))
 		require.NoError(t, s.Register("slow", Every(time.Minute), func(context.Context) error { return nil }, WithOverlap(OverlapBufferOne)))
-		holder, err := store.Acquire(t.Context(), DefaultKeyPrefix+"slow", time.Hour)
+		holder, err := store.Acquire(t.Context(), JobKeyPrefix+"slow", time.Hour)
 		require.NoError(t, err)
 		require.NoError(t, s.Start()) // the first occurrence is due at once
 		time.Sleep(30 * time.Second)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -25,7 +25,7 @@ func TestScheduler_Run_RealRedisOncePerOccurrence(t *testing.T) {
 	occ := newOccurrences()
 	var replicas []*Scheduler
 	for i := range 3 {
-		store, err := leaseredis.New(srv.Client(t))
+		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
 		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)))
 		require.NoError(t, s.Register("grid", Every(200*time.Millisecond), occ.record, WithTTL(time.Second)))
@@ -69,9 +69,9 @@ func TestScheduler_Run_ReleaseRetriesAfterConnectionReset(t *testing.T) {
 	viaProxy, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(viaProxy.Close)
-	storeA, err := leaseredis.New(viaProxy)
+	storeA, err := redislease.New(viaProxy)
 	require.NoError(t, err)
-	storeB, err := leaseredis.New(srv.Client(t))
+	storeB, err := redislease.New(srv.Client(t))
 	require.NoError(t, err)
 
 	occ := newOccurrences()
@@ -118,7 +118,7 @@ func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 	var ev events
 	var replicas []*Scheduler
 	for i := range 3 {
-		store, err := leaseredis.New(srv.Client(t))
+		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
 		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)), WithObserver(ev.observe))
 		require.NoError(t, s.Register("restart", Every(2*time.Second), occ.record, WithTTL(3*time.Second)))

@@ -71,14 +71,14 @@ type run struct {
 // event returns an event of kind about r.
 func (r *run) event(kind EventKind, err error) Event {
 	return Event{
-		Kind:       kind,
-		Job:        r.job.name,
-		Occurrence: r.info.Occurrence,
-		Fence:      r.lease.Fence,
-		LeaseID:    r.lease.LogID(),
-		CatchUp:    r.info.CatchUp,
-		Trigger:    r.info.Trigger,
-		Err:        err,
+		Kind:         kind,
+		Job:          r.job.name,
+		Occurrence:   r.info.Occurrence,
+		Fence:        r.lease.Fence,
+		ShortLeaseID: lease.ShortID(r.lease.ID),
+		CatchUp:      r.info.CatchUp,
+		Trigger:      r.info.Trigger,
+		Err:          err,
 	}
 }
 
@@ -175,7 +175,7 @@ func (s *Scheduler) settle(j *job, f firing, l *lease.Lease, err error) {
 		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner,
 			Replica: s.cfg.instanceID, CatchUp: f.catchUp, Trigger: l.Trigger},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
-			slog.String("lease", l.LogID()), slog.Any("fence", l.Fence)),
+			slog.String("lease", lease.ShortID(l.ID)), slog.Any("fence", l.Fence)),
 	}
 	r.deadline.Store(&l.Deadline)
 	s.mu.Lock()

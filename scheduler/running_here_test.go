@@ -31,7 +31,7 @@ func TestScheduler_RunningHere_LostLeaseDoesNotClaimTheNextOccurrence(t *testing
 				time.Sleep(300 * time.Millisecond)
 				// The store loses the lease; the heartbeat (every 2s) has
 				// not looked yet when the next occurrence comes.
-				_, err := store.ForceRelease(context.Background(), DefaultKeyPrefix+"tick")
+				_, err := store.ForceRelease(context.Background(), JobKeyPrefix+"tick")
 				require.NoError(t, err)
 				time.Sleep(1200 * time.Millisecond) // ignores ctx: outlives the next occurrence
 			}

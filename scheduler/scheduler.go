@@ -142,7 +142,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	case fn == nil:
 		return invalidOption("Register %q: job function must not be nil", name)
 	}
-	key, err := lease.NormalizeKey(s.cfg.keyPrefix + name)
+	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
 		return fmt.Errorf("%w: Register %q: lease key: %w", ErrInvalidArgument, name, err)
 	}
@@ -294,7 +294,7 @@ func (s *Scheduler) Stats() Stats { return s.stats.snapshot() }
 // JobStats returns running totals of what this Scheduler did for the job
 // registered as name, and false if there is none.
 func (s *Scheduler) JobStats(name string) (Stats, bool) {
-	key, err := lease.NormalizeKey(s.cfg.keyPrefix + name)
+	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
 		return Stats{}, false
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -59,7 +59,7 @@ func TestScheduler_Run_SkewBoundProtectsBothNeighbours(t *testing.T) {
 		occ := newOccurrences()
 		var replicas []*Scheduler
 		for i, off := range offsets {
-			store, err := leaseredis.New(newBubbleClient(t, m))
+			store, err := redislease.New(newBubbleClient(t, m))
 			require.NoError(t, err)
 			s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
 				WithClock(skewedClock{clockwork.NewRealClock(), off}))
@@ -102,7 +102,7 @@ func TestScheduler_Run_SkewBoundProtectsBothNeighboursOnRealRedis(t *testing.T) 
 	occ := newOccurrences()
 	var replicas []*Scheduler
 	for i, off := range offsets {
-		store, err := leaseredis.New(srv.Client(t))
+		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
 		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
 			WithClock(skewedClock{clockwork.NewRealClock(), off}))

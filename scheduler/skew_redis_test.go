@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 // The skew property of TestScheduler_Run_OncePerOccurrenceUnderClockSkew,
@@ -57,7 +57,7 @@ func TestScheduler_Run_OncePerOccurrenceUnderClockSkewOnRedis(t *testing.T) {
 				occ := newOccurrences()
 				var replicas []*Scheduler
 				for i, off := range tt.offsets {
-					store, err := leaseredis.New(newBubbleClient(t, m))
+					store, err := redislease.New(newBubbleClient(t, m))
 					require.NoError(t, err)
 					s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
 						WithClock(skewedClock{clockwork.NewRealClock(), off}))

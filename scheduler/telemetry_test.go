@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 type ctxKey struct{}
@@ -111,7 +111,7 @@ func TestScheduler_Logs_OneTypePerField(t *testing.T) {
 		var mu sync.Mutex
 		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		m := newBubbleMiniredis(t)
-		store, err := leaseredis.New(newBubbleClient(t, m), leaseredis.WithLogger(log))
+		store, err := redislease.New(newBubbleClient(t, m), redislease.WithLogger(log))
 		require.NoError(t, err)
 		from := time.Now().Add(3 * time.Minute)
 		wrapped := outageStore{Store: store, from: from, to: from.Add(10 * time.Second)}

@@ -29,8 +29,6 @@ func TestNew_InvalidOptions(t *testing.T) {
 		{"long instance", WithInstanceID(strings.Repeat("x", MaxInstanceIDLen+1)), "at most 128 bytes"},
 		{"bad utf-8 instance", WithInstanceID("web-\xff"), "owner must be valid UTF-8"},
 		{"control in instance", WithInstanceID("web\t7"), "owner must not contain control characters"},
-		{"bad utf-8 prefix", WithKeyPrefix("\xff"), "valid UTF-8"},
-		{"long prefix", WithKeyPrefix(strings.Repeat("p", MaxKeyPrefixLen+1)), "at most 256 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +77,6 @@ func TestScheduler_Register_Invalid(t *testing.T) {
 		{"ttl sub-ms", "j", Every(time.Second), nop, []JobOption{WithTTL(1500 * time.Microsecond)}, ErrInvalidArgument, "whole number of milliseconds"},
 		{"ttl tiny", "j", Every(time.Second), nop, []JobOption{WithTTL(time.Millisecond)}, ErrInvalidArgument, "at least 10ms"},
 		{"timeout zero", "j", Every(time.Second), nop, []JobOption{WithTimeout(0)}, ErrInvalidArgument, "timeout must be positive"},
-		{"owner empty", "j", Every(time.Second), nop, []JobOption{WithOwner("")}, ErrInvalidArgument, "label must not be empty"},
 		{"owner too long", "j", Every(time.Second), nop, []JobOption{WithOwner(strings.Repeat("o", 257))}, ErrInvalidArgument, "owner must be at most 256 bytes"},
 		{"owner bad utf-8", "j", Every(time.Second), nop, []JobOption{WithOwner("bad\xffowner")}, ErrInvalidArgument, "owner must be valid UTF-8"},
 		{"owner control", "j", Every(time.Second), nop, []JobOption{WithOwner("a\nb")}, ErrInvalidArgument, "owner must not contain control characters"},

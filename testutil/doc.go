@@ -11,7 +11,7 @@
 //     "--appendonly yes --appendfsync always" acknowledged writes survive.
 //   - StartCluster, StartSentinel and StartTLSRedis run a Redis Cluster, a
 //     primary with a replica and three sentinels, and a TLS-only
-//     redis-server, for the topology tests of lease/redis.
+//     redis-server, for the topology tests of lease/redislease.
 //
 // Faults: NewProxy puts a TCP proxy in front of any address. Cut closes
 // connections and refuses new ones, Blackhole silently drops every byte,

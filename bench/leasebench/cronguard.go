@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/redis/rueidis"
 )
 
-// Cronguard is cronguard's lease/redis Store on its own rueidis client
+// Cronguard is cronguard's lease/redislease Store on its own rueidis client
 // (DisableCache, as its docs advise), default options.
 type Cronguard struct {
 	client rueidis.Client
-	store  *leaseredis.Store
+	store  *redislease.Store
 }
 
 // NewCronguard connects the cronguard contender to addr.
@@ -23,7 +23,7 @@ func NewCronguard(addr string) (*Cronguard, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := leaseredis.New(c)
+	s, err := redislease.New(c)
 	if err != nil {
 		c.Close()
 		return nil, err

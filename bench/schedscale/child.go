@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 	"github.com/redis/rueidis"
 )
@@ -83,7 +83,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer client.Close()
-	store, err := leaseredis.New(client)
+	store, err := redislease.New(client)
 	if err != nil {
 		return err
 	}

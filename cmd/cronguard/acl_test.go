@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 // The grants of the command's two users (docs/redis-acl.md, "The cronguard
@@ -62,7 +62,7 @@ func TestCLI_ACL(t *testing.T) {
 	}
 	f.waitReplicas(t, "replica-1", "replica-2")
 	rebuild.waitStarted(t)
-	admin, err := leaseredis.New(f.admin, leaseredis.WithPrefix(f.prefix))
+	admin, err := redislease.New(f.admin, redislease.WithPrefix(f.prefix))
 	require.NoError(t, err)
 	as := func(user string) func(t *testing.T, args ...string) result {
 		return func(t *testing.T, args ...string) result {
@@ -83,7 +83,7 @@ func TestCLI_ACL(t *testing.T) {
 			{"trigger", "tick", "--wait", "--timeout", "20s"}, {"release", "flaky", "--force"},
 		} {
 			if r := cg(t, args...); r.code != exitOK {
-				_ = f.admin.Do(t.Context(), f.admin.B().Del().Key(f.prefix+":pause:{"+f.prefix+":job:report}").Build())
+				_ = f.admin.Do(t.Context(), f.admin.B().Del().Key(f.prefix+":pause:{job:report}").Build())
 				_, _ = admin.ForceRelease(t.Context(), "job:flaky")
 				return r
 			}

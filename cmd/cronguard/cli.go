@@ -14,6 +14,7 @@ import (
 
 	"github.com/cronguard/cronguard/inspect"
 	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 // Exit codes (see usageText).
@@ -119,7 +120,7 @@ type options struct {
 
 // run is the whole program; main only adds the signals and the exit.
 func run(ctx context.Context, args []string, e env) int {
-	g := globals{prefix: lease.DefaultPrefix}
+	g := globals{prefix: redislease.DefaultPrefix}
 	top := flag.NewFlagSet("cronguard", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
 	g.register(top)

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/cronguard/cronguard/inspect"
-	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/internal/leasekit"
+	"github.com/cronguard/cronguard/lease/redislease"
 )
 
 // Connection timeouts: how long to wait for Redis to accept a connection
@@ -79,7 +79,7 @@ func clientOptions(raw string) (rueidis.ClientOption, string, error) {
 // connect checks the global flags, connects to Redis and builds the
 // Inspector.
 func connect(ctx context.Context, g globals, e env) (*session, error) {
-	prefix, err := lease.NormalizePrefix(g.prefix)
+	prefix, err := leasekit.NormalizePrefix(g.prefix)
 	if err != nil {
 		return nil, usagef("", "--prefix %q: %s", g.prefix, strings.TrimPrefix(err.Error(), "lease: invalid argument: "))
 	}
@@ -95,7 +95,7 @@ func connect(ctx context.Context, g globals, e env) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to Redis at %s: %w", display, err)
 	}
-	store, err := leaseredis.New(client, leaseredis.WithPrefix(prefix))
+	store, err := redislease.New(client, redislease.WithPrefix(prefix))
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -273,7 +273,7 @@ func TestCLI_LiveFleet(t *testing.T) {
 		assert.Contains(t, r.stdout, "only fenced writes are safe from it")
 
 		// A lease taken here, as a stuck holder's would be.
-		st, err := leaseredis.New(f.admin, leaseredis.WithPrefix(f.prefix))
+		st, err := redislease.New(f.admin, redislease.WithPrefix(f.prefix))
 		require.NoError(t, err)
 		l, err := st.Acquire(t.Context(), "job:flaky", time.Minute, lease.WithOwner("dead-host/flaky"))
 		require.NoError(t, err)
@@ -349,7 +349,7 @@ func TestCLI_WrongTypesInRedis(t *testing.T) {
 		require.NoError(t, f.admin.Do(ctx, f.admin.B().Del().Key(key).Build()).Error())
 	}
 
-	status := f.prefix + ":status:{" + f.prefix + ":job:report}"
+	status := f.prefix + ":status:{job:report}"
 	set(status, "{not json")
 	for _, args := range [][]string{{"jobs"}, {"jobs", "--json"}, {"job", "report"}} {
 		r := f.cli(t, args...)
@@ -359,7 +359,7 @@ func TestCLI_WrongTypesInRedis(t *testing.T) {
 	}
 	del(status)
 
-	pause := f.prefix + ":pause:{" + f.prefix + ":job:report}"
+	pause := f.prefix + ":pause:{job:report}"
 	require.NoError(t, f.admin.Do(ctx, f.admin.B().Rpush().Key(pause).Element("x").Build()).Error())
 	r := f.cli(t, "job", "report")
 	assert.Equal(t, exitFailed, r.code)
@@ -368,13 +368,13 @@ func TestCLI_WrongTypesInRedis(t *testing.T) {
 	assert.Equal(t, exitFailed, r.code)
 	del(pause)
 
-	entry := f.prefix + ":fleet:{" + f.prefix + ":fleet}:replica:replica-1"
+	entry := f.prefix + ":fleet:{fleet}:replica:replica-1"
 	require.NoError(t, f.admin.Do(ctx, f.admin.B().Set().Key(entry).Value("[1,2").Px(time.Minute).Build()).Error())
 	r = f.cli(t, "replicas")
 	assert.Equal(t, exitFailed, r.code)
 	assert.Contains(t, r.stderr, `the entry of replica "replica-1" is not JSON`)
 
-	replicas := f.prefix + ":fleet:{" + f.prefix + ":fleet}:replicas"
+	replicas := f.prefix + ":fleet:{fleet}:replicas"
 	del(replicas)
 	set(replicas, "not a sorted set")
 	for _, args := range [][]string{{"replicas"}, {"jobs"}, {"job", "report"}, {"pause", "report", "--note", "x"}, {"release", "report", "--force"}} {

@@ -20,7 +20,7 @@ Global flags (accepted before or after the command):
   --redis URL    the fleet's Redis: redis://[user:password@]host:port[/db], or
                  rediss://... for TLS (default: $CRONGUARD_REDIS_URL, else
                  redis://localhost:6379). The password is never printed.
-  --prefix P     the key prefix of the fleet's lease store (lease/redis
+  --prefix P     the key prefix of the fleet's lease store (lease/redislease
                  WithPrefix; default "cronguard")
   --json         print JSON for scripts (cronguard help json)
 

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -109,7 +109,7 @@ func (f *testFleet) start(t *testing.T, id string, register func(*scheduler.Sche
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	store, err := leaseredis.New(client, leaseredis.WithPrefix(f.prefix))
+	store, err := redislease.New(client, redislease.WithPrefix(f.prefix))
 	require.NoError(t, err)
 	s, err := scheduler.New(store, scheduler.WithInstanceID(id), scheduler.WithRegistryRefresh(fleetRefresh),
 		scheduler.WithObserver(f.events.add), scheduler.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))

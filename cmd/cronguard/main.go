@@ -14,7 +14,7 @@
 //
 //	go install ./cmd/cronguard
 //
-// It reads the fleet with package inspect, on lease/redis.
+// It reads the fleet with package inspect, on lease/redislease.
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
 
@@ -31,7 +31,7 @@ func TestTable_Advance_StaleOwnerIsRejected(t *testing.T) {
 
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB, table *fencing.Table) {
 		ctx := t.Context()
-		store, err := leaseredis.New(client, leaseredis.WithPrefix("fencing-"+b.name))
+		store, err := redislease.New(client, redislease.WithPrefix("fencing-"+b.name))
 		require.NoError(t, err)
 		_, err = db.ExecContext(ctx, "CREATE TABLE reports (day TEXT NOT NULL, writer TEXT NOT NULL, token BIGINT NOT NULL)")
 		require.NoError(t, err)

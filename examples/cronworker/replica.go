@@ -12,7 +12,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -59,7 +59,7 @@ func newReplica(cfg replicaConfig) (_ *replica, err error) {
 	if r.client, err = cfg.redis.client(); err != nil {
 		return nil, err
 	}
-	st, err := leaseredis.New(r.client, leaseredis.WithLogger(log))
+	st, err := redislease.New(r.client, redislease.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func newReplica(cfg replicaConfig) (_ *replica, err error) {
 func (r *replica) observe(e scheduler.Event) {
 	if e.Kind == scheduler.EventReleased {
 		r.log.Info("job lease released", slog.String("job", e.Job),
-			slog.String("lease", e.LeaseID), slog.String("fence", e.Fence.String()))
+			slog.String("lease", e.ShortLeaseID), slog.String("fence", e.Fence.String()))
 	}
 }
 
@@ -119,7 +119,7 @@ func (r *replica) close() {
 
 // leaseHeld reports who holds job's lease now ("" when nobody does).
 func (r *replica) leaseHeld(ctx context.Context, job string) (owner string, err error) {
-	info, err := r.store.Lookup(ctx, scheduler.DefaultKeyPrefix+job)
+	info, err := r.store.Lookup(ctx, scheduler.JobKeyPrefix+job)
 	switch {
 	case errors.Is(err, lease.ErrNotFound):
 		return "", nil

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -42,7 +42,7 @@ func cronguardScheduler() error {
 		return err
 	}
 	defer client.Close()
-	store, err := leaseredis.New(client) // github.com/cronguard/cronguard/lease/redis
+	store, err := redislease.New(client) // github.com/cronguard/cronguard/lease/redislease
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/lease"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/otelcronguard"
 	"github.com/cronguard/cronguard/scheduler"
 )
@@ -49,7 +49,7 @@ func quickStart(db *sql.DB) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	client := must(rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}, DisableCache: true}))
-	store := must(leaseredis.New(client)) // lease/redis; keys under "cronguard:"
+	store := must(redislease.New(client)) // keys under "cronguard:"
 	s := must(scheduler.New(store))
 	check(s.Register("invoices", scheduler.Cron("0 2 * * *"), func(ctx context.Context) error {
 		tx, err := db.BeginTx(ctx, nil)

@@ -79,7 +79,7 @@ func (h *fleetHistory) addRun(r string, o int64, fence uint64, d int64, release 
 func (h *fleetHistory) releaseFailed(o int64, reason string, sent int64) {
 	i := slices.IndexFunc(h.events, func(e history.Event) bool { return e.Occurrence == o && e.Kind == history.Release })
 	e := &h.events[i]
-	e.Kind, e.Reason, e.Err = history.ReleaseError, reason, "lease/redis: release: "+reason
+	e.Kind, e.Reason, e.Err = history.ReleaseError, reason, "lease/redislease: release: "+reason
 	e.Sent, e.SentWall, e.Mono, e.Wall = sent*msNs, sent*msNs, (sent+1000)*msNs, (sent+1000)*msNs
 }
 
@@ -209,7 +209,7 @@ func TestCheck_Misses_Explained(t *testing.T) {
 		{"acquire reply lost", func(h *fleetHistory) {
 			h.drop(5000)
 			e := ev("r1", history.AcquireError, 5010)
-			e.Job, e.Occurrence, e.Reason, e.Err = "j", 5000, "error", "lease/redis: acquire: timeout"
+			e.Job, e.Occurrence, e.Reason, e.Err = "j", 5000, "error", "lease/redislease: acquire: timeout"
 			h.events = append(h.events, e)
 		}, "lost_reply"},
 		{"no healthy replica", func(h *fleetHistory) {

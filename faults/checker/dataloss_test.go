@@ -159,7 +159,7 @@ func lostLease(mutate func(h *fleetHistory)) *fleetHistory {
 	done := base(history.CtxDone, 6340)
 	done.Cause = history.CauseLost
 	rel := base(history.ReleaseError, 6402)
-	rel.Reason, rel.Sent, rel.SentWall, rel.Err = "not_held", 6401*msNs, 6401*msNs, "lease/redis: release: not held"
+	rel.Reason, rel.Sent, rel.SentWall, rel.Err = "not_held", 6401*msNs, 6401*msNs, "lease/redislease: release: not held"
 	h.events = append(h.events, done, base(history.RunEnd, 6400), rel)
 	mutate(h)
 	return h

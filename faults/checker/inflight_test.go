@@ -24,9 +24,9 @@ func (h *fleetHistory) bystander(last int64) {
 func (h *fleetHistory) attempt(r string, o int64, reason string, sent, done int64) {
 	e := ev(r, history.AcquireError, done)
 	e.Job, e.Occurrence, e.Reason, e.Sent = job.Name, o, reason, sent*msNs
-	e.Err = "lease/redis: acquire: " + reason
+	e.Err = "lease/redislease: acquire: " + reason
 	if reason == acquireError {
-		e.Err = "lease/redis: acquire: context deadline exceeded"
+		e.Err = "lease/redislease: acquire: context deadline exceeded"
 	}
 	h.events = append(h.events, e)
 }
@@ -187,7 +187,7 @@ func (h *fleetHistory) extend(r string, o, sent, done, expires int64) {
 	e := ev(r, history.Extend, done)
 	e.Job, e.Occurrence, e.Fence, e.Sent, e.ExpiresAt = job.Name, o, uint64(o/1000), sent*msNs, expires
 	if expires == 0 {
-		e.Kind, e.Err = history.ExtendError, "lease/redis: extend: context deadline exceeded"
+		e.Kind, e.Err = history.ExtendError, "lease/redislease: extend: context deadline exceeded"
 	}
 	h.events = append(h.events, e)
 }
@@ -297,7 +297,7 @@ func pausedExtend(h *fleetHistory, failed int64) {
 func (h *fleetHistory) releaseLost(o, sent int64) {
 	e := ev("r1", history.ReleaseError, sent+1)
 	e.Job, e.Occurrence, e.Fence, e.Reason = job.Name, o, uint64(o/1000), "unknown"
-	e.Sent, e.SentWall, e.Err = sent*msNs, sent*msNs, "lease/redis: release: connection reset"
+	e.Sent, e.SentWall, e.Err = sent*msNs, sent*msNs, "lease/redislease: release: connection reset"
 	h.events = append(h.events, e)
 }
 
@@ -337,7 +337,7 @@ func (h *fleetHistory) refused(done int64) {
 	i := slices.IndexFunc(h.events, func(e history.Event) bool {
 		return e.Kind == history.ExtendError && e.Wall == done*msNs
 	})
-	h.events[i].Reason, h.events[i].Err = history.OutcomeNotHeld, "lease/redis: extend: lease: not held: not found"
+	h.events[i].Reason, h.events[i].Err = history.OutcomeNotHeld, "lease/redislease: extend: lease: not held: not found"
 }
 
 // An Extend whose reply was lost (a timeout, a broken connection) may have

@@ -7,7 +7,7 @@
 // delete or expire fence or round keys, and verify the lease ID against the
 // stored record before they change or return anything found through an ID.
 //
-// The scripts share a record layout with the Go code in lease/redis: the ID
+// The scripts share a record layout with the Go code in lease/redislease: the ID
 // at bytes 12-33 and the space-padded expiry in Unix ms at bytes 50-62, so
 // that no hot path needs cjson. Change both together.
 package luascripts

@@ -1,8 +1,8 @@
 -- registry_publish: write a replica's registry entry.
 --
--- KEYS[1] live replicas    <prefix>:fleet:{<prefix>:fleet}:replicas  (sorted set: ID -> expiry, server ms)
--- KEYS[2] the entry        <prefix>:fleet:{<prefix>:fleet}:replica:<id>  (JSON)
--- KEYS[3] generation       <prefix>:fleet:{<prefix>:fleet}:generation
+-- KEYS[1] live replicas    <prefix>:fleet:{fleet}:replicas  (sorted set: ID -> expiry, server ms)
+-- KEYS[2] the entry        <prefix>:fleet:{fleet}:replica:<id>  (JSON)
+-- KEYS[3] generation       <prefix>:fleet:{fleet}:generation
 -- ARGV[1] replica ID
 -- ARGV[2] the entry, JSON
 -- ARGV[3] how long the entry lives unless refreshed, in ms

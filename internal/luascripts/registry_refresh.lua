@@ -1,8 +1,8 @@
 -- registry_refresh: keep a replica's registry entry alive.
 --
--- KEYS[1] live replicas    <prefix>:fleet:{<prefix>:fleet}:replicas
--- KEYS[2] the entry        <prefix>:fleet:{<prefix>:fleet}:replica:<id>
--- KEYS[3] generation       <prefix>:fleet:{<prefix>:fleet}:generation
+-- KEYS[1] live replicas    <prefix>:fleet:{fleet}:replicas
+-- KEYS[2] the entry        <prefix>:fleet:{fleet}:replica:<id>
+-- KEYS[3] generation       <prefix>:fleet:{fleet}:generation
 -- ARGV[1] replica ID
 -- ARGV[2] how long the entry lives unless refreshed, in ms
 --

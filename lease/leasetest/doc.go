@@ -1,5 +1,5 @@
 // Package leasetest is the conformance suite for lease.Store
-// implementations. Every Store in this module (lease/redis, lease/memory)
+// implementations. Every Store in this module (lease/redislease, lease/memory)
 // passes it, and a Store written elsewhere should too:
 //
 //	func TestStore(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -66,7 +67,7 @@ func testFairOrder(t *testing.T, env Env) {
 	ctx := t.Context()
 	key := testKey(t, "k")
 	holder := acquire(t, env, key, longTTL)
-	a, b, c := lease.NewID(), lease.NewID(), lease.NewID()
+	a, b, c := leasekit.NewID(), leasekit.NewID(), leasekit.NewID()
 	for _, ticket := range []string{a, b, c} {
 		le := queued(t, env, key, ticket, longTTL, "queued behind the holder")
 		assert.Positive(t, le.Remaining)
@@ -89,11 +90,11 @@ func testFairOrder(t *testing.T, env Env) {
 	assert.Greater(t, lc.Fence, lb.Fence)
 	require.NoError(t, lc.Release(ctx))
 	// The queue is empty: the next waiter takes the free key at once.
-	granted(t, env, key, lease.NewID(), longTTL, "an empty queue")
+	granted(t, env, key, leasekit.NewID(), longTTL, "an empty queue")
 }
 
 func testFairFree(t *testing.T, env Env) {
-	l := granted(t, env, testKey(t, "k"), lease.NewID(), longTTL, "a free key and an empty queue")
+	l := granted(t, env, testKey(t, "k"), leasekit.NewID(), longTTL, "a free key and an empty queue")
 	requireFenceForm(t, l)
 	requireLockedState(t, env, l.Key, true, "the queued acquire took the key")
 }
@@ -104,7 +105,7 @@ func testFairExpired(t *testing.T, env Env) {
 	ctx := t.Context()
 	key := testKey(t, "k")
 	holder := acquire(t, env, key, longTTL)
-	dead, alive := lease.NewID(), lease.NewID()
+	dead, alive := leasekit.NewID(), leasekit.NewID()
 	queued(t, env, key, dead, shortTTL, "the first waiter")
 	queued(t, env, key, alive, longTTL, "the second waiter")
 	require.NoError(t, env.Store.Release(ctx, holder.ID))
@@ -119,12 +120,12 @@ func testFairLeave(t *testing.T, env Env) {
 	fs := env.Store.(lease.FairStore)
 	key := testKey(t, "k")
 	holder := acquire(t, env, key, longTTL)
-	gone, next := lease.NewID(), lease.NewID()
+	gone, next := leasekit.NewID(), leasekit.NewID()
 	queued(t, env, key, gone, longTTL, "first")
 	queued(t, env, key, next, longTTL, "second")
 	require.NoError(t, fs.LeaveQueue(ctx, key, gone), "LeaveQueue")
 	require.NoError(t, fs.LeaveQueue(ctx, key, gone), "leaving twice is not an error")
-	require.NoError(t, fs.LeaveQueue(ctx, testKey(t, "other"), lease.NewID()), "leaving a queue one is not in")
+	require.NoError(t, fs.LeaveQueue(ctx, testKey(t, "other"), leasekit.NewID()), "leaving a queue one is not in")
 	require.NoError(t, env.Store.Release(ctx, holder.ID))
 	granted(t, env, key, next, longTTL, "the waiter ahead left")
 }
@@ -133,7 +134,7 @@ func testFairLeaveWakes(t *testing.T, env Env) {
 	n := notifier(t, env)
 	ctx := t.Context()
 	key := testKey(t, "k")
-	head, next := lease.NewID(), lease.NewID()
+	head, next := leasekit.NewID(), leasekit.NewID()
 	holder := acquire(t, env, key, longTTL)
 	queued(t, env, key, head, longTTL, "head")
 	queued(t, env, key, next, longTTL, "next")
@@ -151,7 +152,7 @@ func testFairPlain(t *testing.T, env Env) {
 	ctx := t.Context()
 	key := testKey(t, "k")
 	holder := acquire(t, env, key, longTTL)
-	queued(t, env, key, lease.NewID(), longTTL, "a queued waiter")
+	queued(t, env, key, leasekit.NewID(), longTTL, "a queued waiter")
 	require.NoError(t, env.Store.Release(ctx, holder.ID))
 	acquire(t, env, key, longTTL)
 }
@@ -162,20 +163,20 @@ func testFairValidation(t *testing.T, env Env) {
 	key := testKey(t, "k")
 	_, err := fs.AcquireQueued(ctx, key, longTTL, "short", longTTL)
 	requireInvalid(t, err, "a malformed ticket")
-	_, err = fs.AcquireQueued(ctx, key, longTTL, lease.NewID(), 0)
+	_, err = fs.AcquireQueued(ctx, key, longTTL, leasekit.NewID(), 0)
 	requireInvalid(t, err, "a zero entry TTL")
-	_, err = fs.AcquireQueued(ctx, key, 0, lease.NewID(), longTTL)
+	_, err = fs.AcquireQueued(ctx, key, 0, leasekit.NewID(), longTTL)
 	requireInvalid(t, err, "a zero TTL")
-	_, err = fs.AcquireQueued(ctx, "", longTTL, lease.NewID(), longTTL)
+	_, err = fs.AcquireQueued(ctx, "", longTTL, leasekit.NewID(), longTTL)
 	requireInvalid(t, err, "an empty key")
 	for name, opt := range map[string]lease.AcquireOption{
 		"round":   lease.WithRound(1),
 		"pause":   lease.WithPauseCheck(),
 		"trigger": lease.WithTrigger(),
 	} {
-		_, err = fs.AcquireQueued(ctx, key, longTTL, lease.NewID(), longTTL, opt)
+		_, err = fs.AcquireQueued(ctx, key, longTTL, leasekit.NewID(), longTTL, opt)
 		requireInvalid(t, err, "a queued acquire with a "+name)
 	}
 	requireInvalid(t, fs.LeaveQueue(ctx, key, "short"), "LeaveQueue with a malformed ticket")
-	requireInvalid(t, fs.LeaveQueue(ctx, "", lease.NewID()), "LeaveQueue with an empty key")
+	requireInvalid(t, fs.LeaveQueue(ctx, "", leasekit.NewID()), "LeaveQueue with an empty key")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -32,7 +33,7 @@ func testLookup(t *testing.T, env Env) {
 	assert.Equal(t, byKey, byID, "Lookup and LookupID must describe the same lease identically")
 
 	assert.Len(t, byKey.KeyHash, 22, "Info.KeyHash is a 22-character hash")
-	assert.Equal(t, lease.Hash(l.ID), byKey.IDHash, "Info.IDHash = lease.Hash(ID)")
+	assert.Equal(t, leasekit.Hash(l.ID), byKey.IDHash, "Info.IDHash = leasekit.Hash(ID)")
 	assert.Equal(t, l.Fence, byKey.Fence, "Info.Fence")
 	assert.Equal(t, owner, byKey.Owner, "Info.Owner")
 	assert.True(t, l.AcquiredAt.Equal(byKey.AcquiredAt), "Info.AcquiredAt %s, Lease.AcquiredAt %s", byKey.AcquiredAt, l.AcquiredAt)
@@ -68,7 +69,7 @@ func testLookupNotFound(t *testing.T, env Env) {
 	key := testKey(t, "k")
 	_, err := env.Store.Lookup(ctx, key)
 	require.ErrorIs(t, err, lease.ErrNotFound, "Lookup of a key never acquired")
-	_, err = env.Store.LookupID(ctx, lease.NewID())
+	_, err = env.Store.LookupID(ctx, leasekit.NewID())
 	require.ErrorIs(t, err, lease.ErrNotFound, "LookupID of an ID never issued")
 
 	l := acquire(t, env, key, longTTL)

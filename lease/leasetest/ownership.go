@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -23,7 +24,7 @@ func requireUntouched(t *testing.T, env Env, l *lease.Lease, why string) {
 	require.NoError(t, err, "Lookup: %s", why)
 	assert.Equal(t, l.Fence, info.Fence, "holder's fence: %s", why)
 	assert.True(t, l.ExpiresAt.Equal(info.ExpiresAt), "holder's expiry changed from %s to %s: %s", l.ExpiresAt, info.ExpiresAt, why)
-	assert.Equal(t, lease.Hash(l.ID), info.IDHash, "holder's ID hash: %s", why)
+	assert.Equal(t, leasekit.Hash(l.ID), info.IDHash, "holder's ID hash: %s", why)
 }
 
 // testWrongID: a well-formed ID that was never issued neither releases nor
@@ -31,7 +32,7 @@ func requireUntouched(t *testing.T, env Env, l *lease.Lease, why string) {
 func testWrongID(t *testing.T, env Env) {
 	ctx := t.Context()
 	l := acquire(t, env, testKey(t, "k"), longTTL)
-	wrong := lease.NewID()
+	wrong := leasekit.NewID()
 	requireNotHeld(t, env.Store.Release(ctx, wrong), "release", lease.ReasonNotFound)
 	_, err := env.Store.Extend(ctx, wrong, lease.MaxTTL)
 	requireNotHeld(t, err, "extend", lease.ReasonNotFound)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -155,9 +156,9 @@ func testSemaphoreExtendRelease(t *testing.T, env Env) {
 	require.NoError(t, err, "ExtendSemaphore by ID")
 	assert.True(t, exp2.After(exp))
 
-	_, err = ss.ExtendSemaphore(ctx, s.Name(), lease.NewID(), longTTL)
+	_, err = ss.ExtendSemaphore(ctx, s.Name(), leasekit.NewID(), longTTL)
 	requireNotHeld(t, err, "extend", lease.ReasonNotFound)
-	requireNotHeld(t, ss.ReleaseSemaphore(ctx, s.Name(), lease.NewID()), "release", lease.ReasonNotFound)
+	requireNotHeld(t, ss.ReleaseSemaphore(ctx, s.Name(), leasekit.NewID()), "release", lease.ReasonNotFound)
 	other, err := lease.NewSemaphore(env.Store, testKey(t, "other"), 2)
 	require.NoError(t, err)
 	requireNotHeld(t, ss.ReleaseSemaphore(ctx, other.Name(), l.ID), "release", lease.ReasonNotFound)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -145,7 +146,7 @@ func requireInvalid(t *testing.T, err error, what string) {
 // requireValidID checks the form of a lease ID.
 func requireValidID(t *testing.T, id string) {
 	t.Helper()
-	require.NoError(t, lease.ValidateID(id), "store issued a malformed lease ID")
+	require.NoError(t, leasekit.ValidateID(id), "store issued a malformed lease ID")
 }
 
 // requireFenceForm checks the 15-digit form of a fence.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -112,7 +113,7 @@ func testUnusualKeys(t *testing.T, env Env) {
 
 func testInvalidIDs(t *testing.T, env Env) {
 	ctx := t.Context()
-	valid := lease.NewID()
+	valid := leasekit.NewID()
 	for name, id := range map[string]string{
 		"empty":     "",
 		"short":     valid[:21],

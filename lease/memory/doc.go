@@ -1,5 +1,5 @@
 // Package memory is an in-process lease.Store with the same semantics as
-// lease/redis: the same validation, the same liveness rule (a lease is live
+// lease/redislease: the same validation, the same liveness rule (a lease is live
 // while ExpiresAt > now - lease.ExpiryTolerance), the same retention of
 // expired records for lease.ExpiredRetention (so Extend and Release report
 // lease.ReasonExpired), fence counters and round records kept per key for
@@ -7,12 +7,12 @@
 // when asked, round claimed, live lease, clock skew; for a trigger
 // acquire, live lease, then a pending trigger). It is a lease.Notifier:
 // every release wakes the key's watches, in process, at once. It is a
-// lease.SemaphoreStore too, with lease/redis's rules (holders live as
+// lease.SemaphoreStore too, with lease/redislease's rules (holders live as
 // leases do, dropped by the next acquire once not live; a fence counter
 // per semaphore), and a lease.FairStore (a queue of waiters per key).
 //
 // A Store is also a fleet.Store, the control plane's storage, again with
-// lease/redis's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,
+// lease/redislease's semantics and limits (MaxTriggerTTL, MaxPauseNoteBytes,
 // MaxReplicaIDBytes): pauses honoured by lease.WithPauseCheck, triggers
 // consumed by lease.WithTrigger, run status recorded by ReleaseWithStatus,
 // the registry of replicas and its conflicts, and the control channel
@@ -27,7 +27,7 @@
 // can be issued again. The registry, pauses, statuses and triggers are
 // likewise this Store's own, and the control channel reaches only the
 // subscribers of the same Store value: two Stores, even in one process,
-// are two separate fleets. Use lease/redis for more than one replica.
+// are two separate fleets. Use lease/redislease for more than one replica.
 //
 // Memory grows with the number of distinct keys and semaphores ever used
 // (their fences, rounds and last statuses are kept), plus the leases of the last

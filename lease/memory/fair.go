@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -15,7 +16,7 @@ type place struct {
 	expires time.Time // live while expires > now
 }
 
-// AcquireQueued implements lease.FairStore with lease/redis's rules: the
+// AcquireQueued implements lease.FairStore with lease/redislease's rules: the
 // ticket is appended if it is not queued and its place set to expire
 // entryTTL from now; tickets at the head whose place expired are dropped;
 // then the lease is taken only if the key is free and the ticket is at the
@@ -29,7 +30,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 	if err := lease.ValidateTTL(ttl); err != nil {
 		return nil, opError(op, err)
 	}
-	if err := lease.ValidateID(ticket); err != nil {
+	if err := leasekit.ValidateID(ticket); err != nil {
 		return nil, opError(op, err)
 	}
 	if err := lease.ValidateTTL(entryTTL); err != nil {
@@ -96,7 +97,7 @@ func (s *Store) LeaveQueue(ctx context.Context, key, ticket string) error {
 	if err != nil {
 		return opError(op, err)
 	}
-	if err := lease.ValidateID(ticket); err != nil {
+	if err := leasekit.ValidateID(ticket); err != nil {
 		return opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {

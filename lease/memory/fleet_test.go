@@ -80,7 +80,7 @@ func TestStore_Acquire_PausedWhileHeld(t *testing.T) {
 }
 
 // TestStore_Acquire_TriggerIgnoresPause documents that a trigger acquire
-// runs a paused job's trigger, as lease/redis's trigger acquire does.
+// runs a paused job's trigger, as lease/redislease's trigger acquire does.
 func TestStore_Acquire_TriggerIgnoresPause(t *testing.T) {
 	ctx := t.Context()
 	s, _ := newStore(t)
@@ -243,7 +243,7 @@ func TestStore_ReleaseWithStatus_Stored(t *testing.T) {
 
 // TestStore_ReleaseWithStatus_EditedKey checks that a lease whose Key is
 // not its ID's releases the lease its ID names and records no status on
-// either key, as lease/redis does.
+// either key, as lease/redislease does.
 func TestStore_ReleaseWithStatus_EditedKey(t *testing.T) {
 	ctx := t.Context()
 	s, _ := newStore(t)

@@ -67,7 +67,7 @@ func checkEntryTTL(op string, ttl time.Duration) error {
 // PublishReplica writes r's registry entry, living ttl unless refreshed,
 // and returns r's conflicts with the other live replicas. See fleet.Store.
 // r.ID must be 1 to fleet.MaxReplicaIDBytes bytes and pass lease.ValidateOwner;
-// ttl must pass lease.ValidateTTL. The entry keeps r as lease/redis does:
+// ttl must pass lease.ValidateTTL. The entry keeps r as lease/redislease does:
 // Started and Refresh to the millisecond, r.Expires ignored. Every publish
 // changes the generation, and drops the entries that lapsed.
 func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Duration) ([]fleet.Conflict, error) {
@@ -86,7 +86,7 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 		Version: r.Version,
 		Started: time.UnixMilli(r.Started.UnixMilli()),
 		Refresh: r.Refresh.Truncate(time.Millisecond),
-		Jobs:    append([]fleet.Job(nil), r.Jobs...), // nil when empty, as lease/redis reads it
+		Jobs:    append([]fleet.Job(nil), r.Jobs...), // nil when empty, as lease/redislease reads it
 	}
 
 	s.mu.Lock()
@@ -134,7 +134,7 @@ func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration
 }
 
 // DropReplica removes replica id's entry and changes the generation, as
-// lease/redis does whether or not there was an entry.
+// lease/redislease does whether or not there was an entry.
 func (s *Store) DropReplica(ctx context.Context, id string) error {
 	const op = "drop replica"
 	if err := checkReplicaID(op, id); err != nil {
@@ -175,7 +175,7 @@ func (s *Store) Conflicts(ctx context.Context) ([]fleet.Conflict, error) {
 
 // conflictsOf finds, per job name, the first pair of replicas (in ID order)
 // that registered it with different fingerprints: the first registration
-// of the name and the first one after it that differs. It is lease/redis's
+// of the name and the first one after it that differs. It is lease/redislease's
 // algorithm.
 func conflictsOf(replicas []fleet.Replica) []fleet.Conflict {
 	type reg struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -70,9 +71,9 @@ func (s *Store) AcquireSemaphore(ctx context.Context, name string, limit int, tt
 	if sem.fence >= maxFence {
 		return nil, opError(op, errFenceOverflow)
 	}
-	id := lease.NewID()
+	id := leasekit.NewID()
 	for sem.holders[id] != nil { // 128 random bits: never in practice
-		id = lease.NewID()
+		id = leasekit.NewID()
 	}
 	sem.fence = max(sem.fence+1, lease.FenceFloor(now))
 	h := &holder{acquiredAt: now, expiresAt: now.Add(ttl)}
@@ -110,7 +111,7 @@ func semaphoreArgs(ctx context.Context, op, name, id string) (string, error) {
 	if err != nil {
 		return "", opError(op, err)
 	}
-	if err := lease.ValidateID(id); err != nil {
+	if err := leasekit.ValidateID(id); err != nil {
 		return "", opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {

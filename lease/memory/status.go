@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -13,16 +14,16 @@ import (
 // held its key, records st as the key's last run in the same step. It
 // returns how many live triggers wait for the key. See fleet.Store.
 //
-// st is kept as lease/redis keeps it: times and the duration to the
+// st is kept as lease/redislease keeps it: times and the duration to the
 // millisecond, st.Error sanitized (fleet.SanitizeError). A Lease whose Key
 // is not the key its ID holds (a copy someone edited) releases the lease
-// its ID names and records nothing, as lease/redis does.
+// its ID names and records nothing, as lease/redislease does.
 func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.Status) (int, error) {
 	const op = "release"
 	if l == nil {
 		return 0, opError(op, fmt.Errorf("%w: lease must not be nil", lease.ErrInvalidArgument))
 	}
-	if err := lease.ValidateID(l.ID); err != nil {
+	if err := leasekit.ValidateID(l.ID); err != nil {
 		return 0, opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {
@@ -46,7 +47,7 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	return len(s.triggers.live(key, now)), nil
 }
 
-// storedStatus returns st as the store keeps it: what lease/redis's JSON
+// storedStatus returns st as the store keeps it: what lease/redislease's JSON
 // record keeps of it.
 func storedStatus(st fleet.Status) fleet.Status {
 	return fleet.Status{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -73,7 +74,7 @@ func New(opts ...Option) (*Store, error) {
 	}
 	for _, opt := range opts {
 		if opt == nil {
-			continue
+			return nil, fmt.Errorf("memory: %w: option must not be nil", lease.ErrInvalidArgument)
 		}
 		if err := opt(s); err != nil {
 			return nil, err
@@ -116,7 +117,7 @@ func retained(r *record, now time.Time) bool {
 // With lease.WithTrigger the acquire checks for a live lease
 // (*lease.LockedError, the triggers stay queued), then consumes the key's
 // oldest live trigger, dropping expired ones (lease.ErrNoTrigger when there
-// is none), as lease/redis does; it claims no round, and, like lease/redis,
+// is none), as lease/redislease does; it claims no round, and, like lease/redislease,
 // it does not look at a pause.
 //
 // LockedError.Remaining is the time until the holder's lease stops being
@@ -194,9 +195,9 @@ var errFenceOverflow = fmt.Errorf("%w: fence counter overflow", lease.ErrInterna
 // The caller holds s.mu and has checked that the key is free and its fence
 // counter below maxFence.
 func (s *Store) take(key string, ks *keyState, ttl time.Duration, owner string, now time.Time) *record {
-	id := lease.NewID()
+	id := leasekit.NewID()
 	for s.ids[id] != nil { // 128 random bits: never in practice
-		id = lease.NewID()
+		id = leasekit.NewID()
 	}
 	ks.fence = max(ks.fence+1, lease.FenceFloor(now))
 	r := &record{
@@ -271,7 +272,7 @@ func (s *Store) held(id string, now time.Time) (*record, lease.NotHeldReason) {
 // clock.
 func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error) {
 	const op = "extend"
-	if err := lease.ValidateID(id); err != nil {
+	if err := leasekit.ValidateID(id); err != nil {
 		return time.Time{}, opError(op, err)
 	}
 	if err := lease.ValidateTTL(ttl); err != nil {
@@ -294,7 +295,7 @@ func (s *Store) Extend(ctx context.Context, id string, ttl time.Duration) (time.
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, id string) error {
 	const op = "release"
-	if err := lease.ValidateID(id); err != nil {
+	if err := leasekit.ValidateID(id); err != nil {
 		return opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {
@@ -344,7 +345,7 @@ func (s *Store) Lookup(ctx context.Context, key string) (lease.Info, error) {
 // LookupID implements lease.Store.
 func (s *Store) LookupID(ctx context.Context, id string) (lease.Info, error) {
 	const op = "lookup id"
-	if err := lease.ValidateID(id); err != nil {
+	if err := leasekit.ValidateID(id); err != nil {
 		return lease.Info{}, opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {
@@ -378,15 +379,15 @@ func (s *Store) liveByKey(ctx context.Context, op, key string) (*record, error) 
 }
 
 // info returns the public view of r. The key hash is that of the storage
-// key the Redis store would use with lease.DefaultPrefix.
+// key the Redis store would use with its default prefix.
 func info(r *record) lease.Info {
-	sk, err := lease.StorageKey(lease.DefaultPrefix, r.key, lease.StorageKeyBudget, lease.StorageKeyReserve)
+	sk, err := leasekit.StorageKey(leasekit.DefaultPrefix, r.key, leasekit.KeyBudget, leasekit.KeyReserve)
 	if err != nil { // cannot happen for a key of at most lease.MaxKeyBytes
-		sk = lease.DefaultPrefix + ":" + r.key
+		sk = r.key
 	}
 	return lease.Info{
-		KeyHash:    lease.Hash(sk),
-		IDHash:     lease.Hash(r.id),
+		KeyHash:    leasekit.Hash(sk),
+		IDHash:     leasekit.Hash(r.id),
 		Fence:      r.fence,
 		Owner:      r.owner,
 		AcquiredAt: r.acquiredAt,

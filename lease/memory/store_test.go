@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/leasetest"
 	"github.com/cronguard/cronguard/lease/memory"
@@ -133,7 +134,7 @@ func TestStore_Acquire_DeadlineFromClock(t *testing.T) {
 	l, err := s.Acquire(t.Context(), "k", 10*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, lease.LocalDeadline(clock.Now(), 10*time.Second), l.Deadline)
-	assert.Equal(t, clock.Now().Add(10*time.Second-lease.Drift(10*time.Second)), l.Deadline)
+	assert.Equal(t, clock.Now().Add(10*time.Second-leasekit.Drift(10*time.Second)), l.Deadline)
 }
 
 func TestStore_Acquire_ContextDeadline(t *testing.T) {

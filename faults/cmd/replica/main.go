@@ -32,7 +32,7 @@ import (
 
 	"github.com/cronguard/cronguard/faults"
 	"github.com/cronguard/cronguard/faults/history"
-	leaseredis "github.com/cronguard/cronguard/lease/redis"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -90,11 +90,11 @@ func run(name, addr, dsn, histPath string, seed int64, initDB bool) error {
 		return err
 	}
 	defer client.Close()
-	inner, err := leaseredis.New(client, leaseredis.WithLogger(log))
+	inner, err := redislease.New(client, redislease.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	store := newRecordingStore(inner, hist, scheduler.DefaultKeyPrefix)
+	store := newRecordingStore(inner, hist, scheduler.JobKeyPrefix)
 
 	s, err := scheduler.New(store,
 		scheduler.WithInstanceID(name),
@@ -153,7 +153,7 @@ func connect(addr string) (rueidis.Client, error) {
 
 // observe records the scheduler's skips and lease losses.
 func observe(hist *history.Writer, e scheduler.Event) {
-	ev := history.Event{Job: e.Job, Occurrence: e.Occurrence.UnixMilli(), Fence: uint64(e.Fence), Lease: e.LeaseID}
+	ev := history.Event{Job: e.Job, Occurrence: e.Occurrence.UnixMilli(), Fence: uint64(e.Fence), Lease: e.ShortLeaseID}
 	switch e.Kind {
 	case scheduler.EventSkipped:
 		ev.Kind, ev.Reason = history.Skip, e.Reason.String()

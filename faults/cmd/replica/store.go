@@ -37,7 +37,7 @@ func (s *recordingStore) Acquire(ctx context.Context, key string, ttl time.Durat
 		s.write(ev)
 		return nil, err
 	}
-	ev.Kind, ev.Fence, ev.Lease = history.Acquire, uint64(l.Fence), l.LogID()
+	ev.Kind, ev.Fence, ev.Lease = history.Acquire, uint64(l.Fence), lease.ShortID(l.ID)
 	ev.AcquiredAt, ev.ExpiresAt = l.AcquiredAt.UnixMilli(), l.ExpiresAt.UnixMilli()
 	s.mu.Lock()
 	s.leases[l.ID] = history.Event{Job: ev.Job, Occurrence: ev.Occurrence, Fence: ev.Fence, Lease: ev.Lease}

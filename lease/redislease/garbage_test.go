@@ -1,0 +1,129 @@
+package redislease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// TestStore_Garbage_NeverPanics writes garbage where a lease's keys live
+// and checks that every operation fails with a clear ErrInternal instead of
+// panicking or misreporting.
+func TestStore_Garbage_NeverPanics(t *testing.T) {
+	srv := startServer(t)
+	ctx := t.Context()
+	do := func(t *testing.T, cmd rueidis.Completed) {
+		t.Helper()
+		require.NoError(t, srv.client.Do(ctx, cmd).Error())
+	}
+	b := srv.client.B()
+
+	dataGarbage := map[string]func(t *testing.T, key string){
+		"non-JSON string": func(t *testing.T, key string) { do(t, b.Set().Key(key).Value("hello world").Build()) },
+		"JSON missing fields": func(t *testing.T, key string) {
+			do(t, b.Set().Key(key).Value(`{"lockId":"AAAAAAAAAAAAAAAAAAAAAA"}`).Build())
+		},
+		"list": func(t *testing.T, key string) { do(t, b.Rpush().Key(key).Element("x").Build()) },
+	}
+	for name, write := range dataGarbage {
+		t.Run("data key holds "+name, func(t *testing.T) {
+			st := srv.store(t)
+			l, err := st.Acquire(ctx, "k", 5*time.Second)
+			require.NoError(t, err)
+			ks, err := keysFor(st.prefix, "k")
+			require.NoError(t, err)
+			do(t, b.Del().Key(ks.data).Build())
+			write(t, ks.data)
+
+			_, err = st.Acquire(ctx, "k", time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "acquire")
+			_, err = st.Extend(ctx, l.ID, time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "extend")
+			assert.ErrorIs(t, st.Release(ctx, l.ID), lease.ErrInternal, "release")
+			_, err = l.Extend(ctx, time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "extend (keyed)")
+			assert.ErrorIs(t, l.Release(ctx), lease.ErrInternal, "release (keyed)")
+			_, err = st.IsLocked(ctx, "k")
+			assert.ErrorIs(t, err, lease.ErrInternal, "islocked")
+			_, err = st.Lookup(ctx, "k")
+			assert.ErrorIs(t, err, lease.ErrInternal, "lookup")
+			_, err = st.LookupID(ctx, l.ID)
+			assert.ErrorIs(t, err, lease.ErrInternal, "lookupid")
+		})
+	}
+
+	indexGarbage := map[string]func(t *testing.T, key string){
+		"foreign key name": func(t *testing.T, key string) { do(t, b.Set().Key(key).Value("elsewhere").Build()) },
+		"list":             func(t *testing.T, key string) { do(t, b.Rpush().Key(key).Element("x").Build()) },
+	}
+	for name, write := range indexGarbage {
+		t.Run("index key holds "+name, func(t *testing.T) {
+			st := srv.store(t)
+			l, err := st.Acquire(ctx, "k", 5*time.Second)
+			require.NoError(t, err)
+			ik, ok := indexKey(st.prefix, l.ID)
+			require.True(t, ok)
+			do(t, b.Del().Key(ik).Build())
+			write(t, ik)
+
+			_, err = st.Extend(ctx, l.ID, time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "extend")
+			assert.ErrorIs(t, st.Release(ctx, l.ID), lease.ErrInternal, "release")
+			_, err = st.LookupID(ctx, l.ID)
+			assert.ErrorIs(t, err, lease.ErrInternal, "lookupid")
+			locked, err := st.IsLocked(ctx, "k")
+			require.NoError(t, err)
+			assert.True(t, locked, "the data key is untouched")
+
+			// The keyed path verifies the ID in the record and does not
+			// read the index: the holder still extends and releases (the
+			// release deletes the damaged index with the record).
+			_, err = l.Extend(ctx, time.Second)
+			require.NoError(t, err, "extend (keyed)")
+			require.NoError(t, l.Release(ctx), "release (keyed)")
+			n, err := srv.client.Do(ctx, b.Exists().Key(ik).Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "the index key went with the release")
+		})
+	}
+
+	t.Run("round key holds a non-number", func(t *testing.T) {
+		st := srv.store(t)
+		ks, err := keysFor(st.prefix, "k")
+		require.NoError(t, err)
+		do(t, b.Set().Key(ks.round).Value("soon").Build())
+		_, err = st.Acquire(ctx, "k", time.Second, lease.WithRound(5))
+		assert.ErrorIs(t, err, lease.ErrInternal)
+	})
+
+	t.Run("fence key holds a non-number", func(t *testing.T) {
+		st := srv.store(t)
+		ks, err := keysFor(st.prefix, "k")
+		require.NoError(t, err)
+		do(t, b.Set().Key(ks.fence).Value("many").Build())
+		_, err = st.Acquire(ctx, "k", time.Second)
+		assert.ErrorIs(t, err, lease.ErrInternal)
+		locked, err := st.IsLocked(ctx, "k")
+		require.NoError(t, err)
+		assert.False(t, locked, "a failed script writes nothing before the error")
+	})
+
+	t.Run("fence counter past its limit", func(t *testing.T) {
+		st := srv.store(t)
+		ks, err := keysFor(st.prefix, "k")
+		require.NoError(t, err)
+		do(t, b.Set().Key(ks.fence).Value("900000000000000").Build())
+		_, err = st.Acquire(ctx, "k", time.Second)
+		require.ErrorIs(t, err, lease.ErrInternal)
+		assert.Contains(t, err.Error(), "overflow")
+		locked, err := st.IsLocked(context.WithoutCancel(ctx), "k")
+		require.NoError(t, err)
+		assert.False(t, locked, "the unusable lease was given back")
+	})
+}

@@ -1,0 +1,111 @@
+package redislease
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/cronguard/cronguard/internal/leasekit"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// config is the resolved form of a list of Option values.
+type config struct {
+	prefix string
+	owner  string
+	logger *slog.Logger
+	clock  clockwork.Clock
+	ack    replicaAck // WithReplicaAck (wait.go); zero: off
+}
+
+// Option configures a Store. Options validate their input; New returns the
+// first error.
+type Option func(*config) error
+
+// DefaultPrefix is the key prefix of a Store given no WithPrefix: every
+// key and channel it uses starts with "cronguard:".
+const DefaultPrefix = leasekit.DefaultPrefix
+
+// WithPrefix sets the prefix of every Redis key the Store uses (default
+// leasekit.DefaultPrefix, "cronguard"). Trailing colons are stripped. The
+// prefix must follow leasekit.NormalizePrefix's rules: non-empty, at most 128
+// bytes, no braces, whitespace or control characters, and no reserved last
+// segment ("fence", "round", "id", "pause", "trigger", "status", "fleet",
+// "sem", "queue").
+func WithPrefix(prefix string) Option {
+	return func(c *config) error {
+		p, err := leasekit.NormalizePrefix(prefix)
+		if err != nil {
+			return opErr("WithPrefix", "", err)
+		}
+		c.prefix = p
+		return nil
+	}
+}
+
+// WithLogger sets the logger for warnings (a server setting that puts the
+// guarantees at risk, a fence counter nearing its limit, an acquire whose
+// outcome was unknown and was rolled back, a force-release). Default:
+// slog.Default(), as the scheduler's. Raw keys and IDs are never logged
+// above debug level.
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) error {
+		if logger == nil {
+			return opErr("WithLogger", "", fmt.Errorf("%w: logger must not be nil", lease.ErrInvalidArgument))
+		}
+		c.logger = logger
+		return nil
+	}
+}
+
+// WithClock sets the local clock used for Lease.Deadline (default
+// clockwork.NewRealClock()). Expiry itself is always judged by the Redis
+// server's clock.
+func WithClock(clock clockwork.Clock) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return opErr("WithClock", "", fmt.Errorf("%w: clock must not be nil", lease.ErrInvalidArgument))
+		}
+		c.clock = clock
+		return nil
+	}
+}
+
+// defaultOwner is the holder label of an acquire without lease.WithOwner,
+// "<hostname>/<pid>" (hostname "unknown" when it cannot be read), cut to
+// lease.MaxOwnerLen.
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	o := fmt.Sprintf("%s/%d", host, os.Getpid())
+	if len(o) > lease.MaxOwnerLen {
+		o = o[:lease.MaxOwnerLen]
+	}
+	return o
+}
+
+func resolve(opts []Option) (config, error) {
+	c := config{
+		prefix: DefaultPrefix,
+		owner:  defaultOwner(),
+		logger: slog.Default(),
+		clock:  clockwork.NewRealClock(),
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return c, opErr("New", "", fmt.Errorf("%w: nil option", lease.ErrInvalidArgument))
+		}
+		if err := opt(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// Clock returns the clock the Store measures Lease.Deadline on (WithClock;
+// default the real clock). It makes the Store a lease.ClockedStore.
+func (s *Store) Clock() clockwork.Clock { return s.clock }

@@ -1,0 +1,210 @@
+package redislease
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// BenchmarkScriptCost measures the Redis side of each operation with INFO
+// commandstats (CONFIG RESETSTAT first): server µs per script run
+// (EVALSHA, which includes the commands the script calls) and commands per
+// operation, counting the EVALSHA and every command inside it. Client
+// latency is in ns/op as usual; the server numbers are what the store asks
+// of Redis, and they barely move with machine load.
+func BenchmarkScriptCost(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	const ttl = 30 * time.Second
+	run := func(b *testing.B, scripts int, op func()) {
+		b.Helper()
+		op() // warm up: load the scripts
+		if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for b.Loop() {
+			op()
+			n++
+		}
+		b.StopTimer()
+		stats, err := commandStats(ctx, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cmds int64
+		for name, s := range stats {
+			if name != "config|resetstat" && name != "info" {
+				cmds += s.calls
+			}
+		}
+		b.ReportMetric(stats["evalsha"].usec/float64(n), "script-µs/op")
+		b.ReportMetric(float64(cmds)/float64(n), "cmds/op")
+		b.ReportMetric(float64(stats["evalsha"].calls)/float64(n*scripts), "scripts/expected")
+	}
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("AcquireRelease/ByID", func(b *testing.B) {
+		run(b, 2, func() {
+			l, err := st.Acquire(ctx, "job:cost", ttl)
+			must(err)
+			must(st.Release(ctx, l.ID))
+		})
+	})
+	b.Run("AcquireRelease/ByLease", func(b *testing.B) {
+		run(b, 2, func() {
+			l, err := st.Acquire(ctx, "job:cost", ttl)
+			must(err)
+			must(l.Release(ctx))
+		})
+	})
+	b.Run("Acquire", func(b *testing.B) {
+		// The lease is removed with a plain DEL of its two keys, so that
+		// script µs is the acquire script's alone (cmds/op counts the DEL).
+		run(b, 1, func() {
+			l, err := st.Acquire(ctx, "job:cost", ttl)
+			must(err)
+			ks, err := keysFor(st.prefix, l.Key)
+			must(err)
+			ik, _ := indexKey(st.prefix, l.ID)
+			must(c.Do(ctx, c.B().Del().Key(ks.data, ik).Build()).Error())
+		})
+	})
+	// The scheduler's acquire, as a fleet makes it: a time round, newer
+	// each time (the ledger reads and rewrites the round record), over many
+	// keys, so that each key is acquired at most once a millisecond or so,
+	// as in production (a job is acquired once per occurrence).
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = "job:round-" + strconv.Itoa(i)
+	}
+	round := time.Now().UnixMilli()
+	b.Run("AcquireRound", func(b *testing.B) {
+		i := 0
+		run(b, 1, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1))
+			must(err)
+			ks, err := keysFor(st.prefix, l.Key)
+			must(err)
+			ik, _ := indexKey(st.prefix, l.ID)
+			must(c.Do(ctx, c.B().Del().Key(ks.data, ik).Build()).Error())
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("AcquireLost", func(b *testing.B) {
+		// A replica that lost the occurrence's race: the winner holds the
+		// lease and has claimed the round (a fresh one per call of this
+		// sub-benchmark, as -count repeats it).
+		round++
+		held, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+		must(err)
+		defer func() { must(held.Release(ctx)) }()
+		run(b, 1, func() {
+			_, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+			if !errors.Is(err, lease.ErrLocked) && !errors.Is(err, lease.ErrRoundClaimed) {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("AcquireReleaseRound", func(b *testing.B) {
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1))
+			must(err)
+			must(l.Release(ctx))
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("SchedulerLost", func(b *testing.B) {
+		// What the scheduler asks of a replica that lost the occurrence:
+		// the acquire with the round and the pause check.
+		round++
+		held, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round))
+		must(err)
+		defer func() { must(held.Release(ctx)) }()
+		run(b, 1, func() {
+			_, err := st.Acquire(ctx, "job:lost", ttl, lease.WithRound(round), lease.WithPauseCheck())
+			if !errors.Is(err, lease.ErrLocked) && !errors.Is(err, lease.ErrRoundClaimed) {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("SchedulerRun", func(b *testing.B) {
+		// What the scheduler asks per run it wins: an acquire with the
+		// round and the pause check, then a release that records the run's
+		// status.
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1), lease.WithPauseCheck())
+			must(err)
+			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Fence: l.Fence,
+				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "succeeded",
+			})
+			must(err)
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	l, err := st.Acquire(ctx, "job:extend", ttl)
+	must(err)
+	b.Run("Extend/ByID", func(b *testing.B) {
+		run(b, 1, func() {
+			_, err := st.Extend(ctx, l.ID, ttl)
+			must(err)
+		})
+	})
+	b.Run("Extend/ByLease", func(b *testing.B) {
+		run(b, 1, func() {
+			_, err := l.Extend(ctx, ttl)
+			must(err)
+		})
+	})
+}
+
+type commandStat struct {
+	calls int64
+	usec  float64
+}
+
+// commandStats reads INFO commandstats, keyed by lower-case command name.
+func commandStats(ctx context.Context, c rueidis.Client) (map[string]commandStat, error) {
+	info, err := c.Do(ctx, c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]commandStat{}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var s commandStat
+		for kv := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				s.calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				s.usec, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = s
+	}
+	return out, sc.Err()
+}

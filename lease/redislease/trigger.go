@@ -1,0 +1,160 @@
+package redislease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// acquireTrigger is Acquire with lease.WithTrigger: take the lease only to
+// run a queued trigger, consuming it (acquire_trigger.lua).
+func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string) (*lease.Lease, error) {
+	const op = "acquire"
+	keys, args := acquireKeysArgs(ks, ik, ks.data, id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
+	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix)}
+	args = args[:5]
+	sent := s.clock.Now()
+	resp := acquireTriggerScript.Exec(ctx, s.client, keys, args)
+	if err := resp.Error(); err != nil {
+		name := keyName(ks)
+		if outcomeUnknown(ctx, err) {
+			// The trigger, if it was consumed, is lost with the roll-back:
+			// triggers are at most once.
+			s.rollback(ctx, ks, ik, id, 0, ttl, name)
+		}
+		return nil, wrapErr(ctx, op, name, err)
+	}
+	arr, err := resp.ToArray()
+	if err != nil || len(arr) == 0 {
+		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %v", errBadReply, err))
+	}
+	code, err := arr[0].AsInt64()
+	if err != nil {
+		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
+	}
+	switch {
+	case code == 0 && len(arr) == 2:
+		rem, _ := arr[1].AsInt64()
+		return nil, opErr(op, keyName(ks), &lease.LockedError{Remaining: time.Duration(rem) * time.Millisecond})
+	case code == codeNoTrigger:
+		return nil, opErr(op, keyName(ks), lease.ErrNoTrigger)
+	case code == codeUnreadable:
+		return nil, internalErr(op, keyName(ks), errUnreadable)
+	case code != 1 || len(arr) != 6:
+		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: code %d, %d elements", errBadReply, code, len(arr)))
+	}
+	var v [6]int64
+	for _, i := range []int{1, 2, 3, 5} {
+		if v[i], err = arr[i].AsInt64(); err != nil {
+			return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
+		}
+	}
+	trigger, err := arr[4].ToString()
+	if err != nil {
+		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
+	}
+	fence, err := checkFence(v[1])
+	if err != nil {
+		s.rollback(ctx, ks, ik, id, 0, ttl, keyName(ks))
+		return nil, internalErr(op, keyName(ks), err)
+	}
+	return lease.Attach(s, &lease.Lease{
+		Key:        nkey,
+		ID:         id,
+		Fence:      fence,
+		Owner:      owner,
+		TTL:        ttl,
+		AcquiredAt: time.UnixMilli(v[3]),
+		ExpiresAt:  time.UnixMilli(v[2]),
+		Trigger:    trigger,
+		Deadline:   lease.LocalDeadline(sent, ttl),
+	}), nil
+}
+
+// AddTrigger queues a trigger for key, living ttl unless consumed, and
+// announces it on the control channel. See fleet.Store. ttl must be a
+// positive whole number of milliseconds up to fleet.MaxTriggerTTL; by must pass
+// lease.ValidateOwner.
+func (s *Store) AddTrigger(ctx context.Context, key, by string, ttl time.Duration) (fleet.Trigger, error) {
+	const op = "trigger"
+	ks, what, err := s.keysForOp(op, key)
+	if err != nil {
+		return fleet.Trigger{}, err
+	}
+	if err := lease.ValidateTTL(ttl); err != nil || ttl > fleet.MaxTriggerTTL {
+		return fleet.Trigger{}, opErr(op, "", fmt.Errorf("%w: trigger ttl must be a whole number of milliseconds from 1ms to %s, got %s", lease.ErrInvalidArgument, fleet.MaxTriggerTTL, ttl))
+	}
+	if err := lease.ValidateOwner(by); err != nil {
+		return fleet.Trigger{}, opErr(op, "", fmt.Errorf("by: %w", err))
+	}
+	id := newTriggerID()
+	r, err := intsReply(triggerAddScript.Exec(ctx, s.client, []string{ks.trigger(s.prefix)}, []string{id, strconv.FormatInt(ttl.Milliseconds(), 10)}))
+	if err != nil {
+		return fleet.Trigger{}, wrapErr(ctx, op, what, err)
+	}
+	if r.n != 2 {
+		return fleet.Trigger{}, internalErr(op, what, r.bad())
+	}
+	nkey, _ := lease.NormalizeKey(key) // valid: keysForOp checked it
+	t := fleet.Trigger{ID: id, Key: nkey, By: by, At: time.UnixMilli(r.v[0]), Expires: time.UnixMilli(r.v[1])}
+	if err := s.Publish(ctx, fleet.Message{Kind: fleet.MessageTrigger, Key: t.Key, Trigger: id}); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// PendingTriggers returns how many live triggers wait for key.
+func (s *Store) PendingTriggers(ctx context.Context, key string) (int, error) {
+	const op = "triggers"
+	ks, what, err := s.keysForOp(op, key)
+	if err != nil {
+		return 0, err
+	}
+	res := s.client.DoMulti(ctx,
+		s.client.B().Time().Build(),
+		s.client.B().Lrange().Key(ks.trigger(s.prefix)).Start(0).Stop(-1).Build())
+	now, err := serverTime(res[0])
+	if err != nil {
+		return 0, wrapErr(ctx, op, what, err)
+	}
+	entries, err := res[1].AsStrSlice()
+	if err != nil {
+		return 0, wrapErr(ctx, op, what, err)
+	}
+	n := 0
+	for _, e := range entries {
+		exp, _, ok := strings.Cut(e, "|")
+		if ms, err := strconv.ParseInt(exp, 10, 64); ok && err == nil && ms > now.UnixMilli() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// newTriggerID returns a fresh trigger ID: 12 random bytes, base64url.
+func newTriggerID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// serverTime reads a TIME reply.
+func serverTime(r rueidis.RedisResult) (time.Time, error) {
+	parts, err := r.AsIntSlice()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(parts) != 2 {
+		return time.Time{}, fmt.Errorf("%w: TIME answered %d parts", errBadReply, len(parts))
+	}
+	return time.Unix(parts[0], parts[1]*1000), nil
+}
