@@ -1,7 +1,9 @@
 // Package lease is cronguard's backend-agnostic lease model: the Store
-// interface, Lease and Info, the errors every Store returns, validation of
-// keys, TTLs and IDs, storage-key derivation, and Lock, which waits for a
-// locked key.
+// interface and the optional interfaces a Store may add, Lease and Info, the
+// errors every Store returns, the rules for keys, TTLs and owner labels
+// (which a Store implementation checks with NormalizeKey, ValidateTTL,
+// ValidateOwner and ResolveAcquireOptions), Lock, which waits for a locked
+// key, and Semaphore.
 //
 // A lease is a named, time-limited claim on a key. Store.Acquire makes one
 // attempt to take it for a TTL; the holder keeps it alive with Extend (which

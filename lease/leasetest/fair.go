@@ -1,7 +1,6 @@
 package leasetest
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -18,20 +17,10 @@ import (
 // lease.FairStore. All subtests run concurrently.
 func RunFair(t *testing.T, newEnv func(t *testing.T) Env) {
 	t.Helper()
-	var wg sync.WaitGroup
-	for _, st := range fairTests {
-		wg.Go(func() {
-			t.Run(st.name, func(t *testing.T) {
-				env := newEnv(t)
-				require.NotNil(t, env.Store, "leasetest: newEnv returned an Env without a Store")
-				require.NotNil(t, env.Wait, "leasetest: newEnv returned an Env without Wait")
-				_, ok := env.Store.(lease.FairStore)
-				require.True(t, ok, "leasetest: the store is not a lease.FairStore")
-				st.fn(t, env)
-			})
-		})
-	}
-	wg.Wait()
+	runConcurrently(t, newEnv, fairTests, func(t *testing.T, env Env) {
+		_, ok := env.Store.(lease.FairStore)
+		require.True(t, ok, "leasetest: the store is not a lease.FairStore")
+	})
 }
 
 var fairTests = []subtest{

@@ -21,20 +21,10 @@ import (
 // lease.SemaphoreStore. All subtests run concurrently.
 func RunSemaphore(t *testing.T, newEnv func(t *testing.T) Env) {
 	t.Helper()
-	var wg sync.WaitGroup
-	for _, st := range semaphoreTests {
-		wg.Go(func() {
-			t.Run(st.name, func(t *testing.T) {
-				env := newEnv(t)
-				require.NotNil(t, env.Store, "leasetest: newEnv returned an Env without a Store")
-				require.NotNil(t, env.Wait, "leasetest: newEnv returned an Env without Wait")
-				_, ok := env.Store.(lease.SemaphoreStore)
-				require.True(t, ok, "leasetest: the store is not a lease.SemaphoreStore")
-				st.fn(t, env)
-			})
-		})
-	}
-	wg.Wait()
+	runConcurrently(t, newEnv, semaphoreTests, func(t *testing.T, env Env) {
+		_, ok := env.Store.(lease.SemaphoreStore)
+		require.True(t, ok, "leasetest: the store is not a lease.SemaphoreStore")
+	})
 }
 
 var semaphoreTests = []subtest{

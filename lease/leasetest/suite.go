@@ -157,3 +157,22 @@ func requireFenceForm(t *testing.T, l *lease.Lease) {
 	require.Equal(t, "", strings.Trim(s, "0123456789"), "fence %s must be all digits", s)
 	require.Positive(t, uint64(l.Fence), "fence must be positive")
 }
+
+// runConcurrently runs each of tests as a subtest of t, all at once, each
+// on an Env of its own from newEnv that check accepts.
+func runConcurrently(t *testing.T, newEnv func(t *testing.T) Env, tests []subtest, check func(t *testing.T, env Env)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, st := range tests {
+		wg.Go(func() {
+			t.Run(st.name, func(t *testing.T) {
+				env := newEnv(t)
+				require.NotNil(t, env.Store, "leasetest: newEnv returned an Env without a Store")
+				require.NotNil(t, env.Wait, "leasetest: newEnv returned an Env without Wait")
+				check(t, env)
+				st.fn(t, env)
+			})
+		})
+	}
+	wg.Wait()
+}

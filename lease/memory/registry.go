@@ -98,7 +98,7 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	s.mu.Unlock()
 
 	var mine []fleet.Conflict
-	for _, c := range conflictsOf(all) {
+	for _, c := range fleet.FindConflicts(all) {
 		if c.Replicas[0] == r.ID || c.Replicas[1] == r.ID {
 			mine = append(mine, c)
 		}
@@ -170,40 +170,5 @@ func (s *Store) Conflicts(ctx context.Context) ([]fleet.Conflict, error) {
 	if err != nil {
 		return nil, err
 	}
-	return conflictsOf(all), nil
-}
-
-// conflictsOf finds, per job name, the first pair of replicas (in ID order)
-// that registered it with different fingerprints: the first registration
-// of the name and the first one after it that differs. It is lease/redislease's
-// algorithm.
-func conflictsOf(replicas []fleet.Replica) []fleet.Conflict {
-	type reg struct {
-		replica string
-		job     fleet.Job
-	}
-	byName := map[string][]reg{}
-	var names []string
-	for _, r := range replicas {
-		for _, j := range r.Jobs {
-			if _, seen := byName[j.Name]; !seen {
-				names = append(names, j.Name)
-			}
-			byName[j.Name] = append(byName[j.Name], reg{r.ID, j})
-		}
-	}
-	slices.Sort(names)
-	var out []fleet.Conflict
-	for _, name := range names {
-		regs := byName[name]
-		for _, b := range regs[1:] {
-			if b.job.Fingerprint != regs[0].job.Fingerprint {
-				a := regs[0]
-				out = append(out, fleet.Conflict{Job: name, Key: a.job.Key,
-					Replicas: [2]string{a.replica, b.replica}, Jobs: [2]fleet.Job{a.job, b.job}})
-				break
-			}
-		}
-	}
-	return out
+	return fleet.FindConflicts(all), nil
 }

@@ -110,15 +110,8 @@ func (s *Store) subscribeLoop(ctx context.Context, fn func(fleet.Message), confi
 			return
 		}
 		s.log.Warn("control channel subscription dropped; subscribing again", "error", err)
-		if lasted.Swap(false) {
-			b.Reset()
-		}
-		timer := time.NewTimer(b.NextBackOff())
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !pauseBeforeResubscribe(ctx, b, &lasted) {
 			return
-		case <-timer.C:
 		}
 	}
 }

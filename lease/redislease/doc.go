@@ -20,7 +20,7 @@
 //     script). A lease is live while ExpiresAt > server-now -
 //     lease.ExpiryTolerance; an acquire succeeds only when no live lease
 //     holds the key. Lease.Deadline is local: the moment just before the
-//     request was sent, on the Store's clock, plus TTL minus leasekit.Drift.
+//     request was sent, on the Store's clock, plus TTL minus TTL/100 + 2ms (lease.LocalDeadline).
 //   - Each acquire issues a fence one above the key's fence counter, or the
 //     server clock's floor (lease.FenceFloor: its Unix ms * 100) if that is
 //     greater, and stores it; no script deletes or expires the counter. So
@@ -63,7 +63,8 @@
 //     connection (rueidis closes a synchronous connection whose deadline
 //     passes, and the acquire then may never run at all). Neither outcome
 //     gives the key two holders; the fence counter never goes back.
-//   - Errors wrap one lease sentinel and the client's cause; see
+//   - Errors are *Error (the operation, what it was about, the cause) and
+//     wrap one lease sentinel and the client's cause; see
 //     lease.ErrUnavailable, lease.ErrAuth, lease.ErrTimeout.
 //
 // # What it does not guarantee
@@ -79,11 +80,11 @@
 //
 // # Records, keys and retention
 //
-// With prefix P, a key's storage key K is the key itself, or, when P, the key
-// and the longest namespace would pass 1000 bytes, the 22-character hash
-// of the key (not reachable with the limits on keys and prefixes),
-// and its hash tag G is K, or leasekit.Hash(K) when K contains a brace. The
-// keys are:
+// With prefix P, a key's storage key K is the key itself, or, when P, the
+// key and the longest namespace would pass 1000 bytes, the 22-character
+// hash of the key (base64url of the first 16 bytes of its SHA-256; not
+// reachable within the limits on keys and prefixes). Its hash tag G is K,
+// or the hash of K when K contains a brace. The keys are:
 //
 //	P:{G}              lease record (JSON), PX = ttl + ExpiryTolerance
 //	P:id:{T}:<id>      ID index, value P:{G}, PX = ttl + ExpiryTolerance + ExpiredRetention

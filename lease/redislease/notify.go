@@ -274,16 +274,27 @@ func (sub *subscription) run(ctx context.Context) {
 			return
 		}
 		sub.n.log.Debug("release notifications dropped; subscribing again", "key", sub.what, "error", err)
-		if lasted.Swap(false) {
-			b.Reset()
-		}
-		timer := time.NewTimer(b.NextBackOff())
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !pauseBeforeResubscribe(ctx, b, &lasted) {
 			return
-		case <-timer.C:
 		}
+	}
+}
+
+// pauseBeforeResubscribe waits the backoff's next interval before a
+// dropped subscription is made again (starting the backoff over when the
+// last subscription was confirmed), or until ctx ends; it reports whether
+// to go on.
+func pauseBeforeResubscribe(ctx context.Context, b backoff.BackOff, lasted *atomic.Bool) bool {
+	if lasted.Swap(false) {
+		b.Reset()
+	}
+	timer := time.NewTimer(b.NextBackOff())
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 
