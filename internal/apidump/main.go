@@ -10,11 +10,12 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -34,23 +35,25 @@ func main() {
 	}
 }
 
-// dump returns the exported declarations of the package in dir.
+// dump returns the exported declarations of the package in dir: its Go
+// files for this platform and build tags (go/build), without tests.
 func dump(dir string) (string, error) {
-	fset := token.NewFileSet()
-	notTest := func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }
-	pkgs, err := parser.ParseDir(fset, dir, notTest, parser.SkipObjectResolution)
+	pkg, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return "", err
 	}
+	if pkg.Name == "main" {
+		return "", nil
+	}
+	fset := token.NewFileSet()
 	var lines []string
-	for name, pkg := range pkgs {
-		if name == "main" {
-			continue
+	for _, name := range pkg.GoFiles {
+		file, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return "", err
 		}
-		for _, file := range pkg.Files {
-			for _, decl := range file.Decls {
-				lines = append(lines, declLines(fset, decl)...)
-			}
+		for _, decl := range file.Decls {
+			lines = append(lines, declLines(fset, decl)...)
 		}
 	}
 	sort.Strings(lines)
