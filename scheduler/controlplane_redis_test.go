@@ -80,29 +80,39 @@ func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
 // 10,000.
 func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
 	t.Parallel()
+	const refresh = 500 * time.Millisecond // also the publish's timeout: room for an entry of 10,000 jobs
 	perRefresh := func(t *testing.T, jobs int) map[string]float64 {
 		srv := testutil.StartRedis(t)
 		admin := srv.Client(t)
 		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
-		s := newScheduler(t, store, WithRegistryRefresh(200*time.Millisecond))
+		s := newScheduler(t, store, WithRegistryRefresh(refresh))
 		for i := range jobs {
 			require.NoError(t, s.Register(fmt.Sprintf("job-%05d", i), Every(24*time.Hour), func(context.Context) error { return nil }))
 		}
 		require.NoError(t, s.Start())
-		time.Sleep(time.Second) // published
+		// Steady state: the entry is published, and two refreshes came
+		// after it (the first reads the conflicts once: a new generation).
+		waitUntilHolds(t, "the replica is in the registry", func() bool {
+			n, err := admin.Do(t.Context(), admin.B().Zcard().Key("cronguard:fleet:{fleet}:replicas").Build()).AsInt64()
+			return err == nil && n == 1
+		})
+		refreshes := func(n int64) func() bool {
+			return func() bool { return callsByCommand(t, admin)["evalsha"] >= n }
+		}
 		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
-		time.Sleep(2 * time.Second) // ten refresh periods
+		waitUntilHolds(t, "two refreshes after the publish", refreshes(2))
+		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
+		waitUntilHolds(t, "five refreshes", refreshes(5))
 		calls := callsByCommand(t, admin)
 		shutdown(t, s)
-		refreshes := float64(calls["evalsha"])
-		require.GreaterOrEqual(t, refreshes, 5.0, "about ten refreshes: %v", calls)
+		n := float64(calls["evalsha"])
 		out := map[string]float64{}
-		for name, n := range calls {
+		for name, c := range calls {
 			switch name {
-			case "config|resetstat", "info", "ping": // the test's own, and the client's keep-alive
+			case "config|resetstat", "info", "zcard", "ping": // the test's own, and the client's keep-alive
 			default:
-				out[name] = float64(n) / refreshes
+				out[name] = float64(c) / n
 			}
 		}
 		return out
