@@ -152,10 +152,18 @@ func TestLock_Fair_CancelledWaiterLeaves(t *testing.T) {
 }
 
 // A queued waiter whose client is closed (a process that died after it
-// queued) cannot leave the queue; its place expires and the waiter behind it gets the key
-// then: not before (the acquire's server time is past the place's expiry),
-// and without polling in between (a handful of attempts: the release's
-// wake, and one at the dead place's expiry).
+// queued) cannot leave the queue; its place expires and the waiter behind
+// it gets the key then: not before (the acquire's server time is past the
+// place's expiry), without polling in between (a handful of attempts: the
+// release's wake, and one at the dead place's expiry), and not much after.
+// How much after is bounded by how the waiter waits: woken by the release,
+// its attempt is refused with the time the place ahead has left
+// (LockedError.Remaining), and no wait outlasts that, notified or polling;
+// so it attempts again once the place expired, and an attempt refused even
+// then (the server's clock not yet there) is followed by one more wait, of
+// at most the backoff max (this waiter's is lease.DefaultLockBackoffMax).
+// The key is the waiter's within the dead place's expiry plus one such
+// wait (server times both, in ms).
 func TestLock_Fair_ClosedClientExpires(t *testing.T) {
 	srv := startServer(t)
 	st := &arrivalStore{Store: srv.store(t, WithLogger(quietLogger())), seen: make(map[string]bool)}
@@ -197,6 +205,8 @@ func TestLock_Fair_ClosedClientExpires(t *testing.T) {
 	l := <-got
 	require.NotNil(t, l)
 	assert.GreaterOrEqual(t, l.AcquiredAt.UnixMilli(), deadExp, "the key went to the next waiter once the dead one's place expired")
+	assert.LessOrEqual(t, l.AcquiredAt.UnixMilli(), deadExp+lease.DefaultLockBackoffMax.Milliseconds(),
+		"the next waiter took the key within one of its waits after the dead place expired")
 	assert.LessOrEqual(t, behind.attempts.Load()-before, int64(4), "woken at the release and at the dead place's expiry, not polling")
 	require.NoError(t, l.Release(ctx))
 }
