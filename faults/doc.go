@@ -37,9 +37,10 @@
 //     the first claim with its data (counted and explained: durability
 //     keeps the effect single, not the start).
 //
-// The test fails on any violation and prints the seed that reproduces the
-// schedule, and where it kept the histories, the accepted writes and the
-// logs; faults/cmd/recheck checks a kept run again without running it.
+// The test fails on any violation and prints its seed (which fixes the
+// first faults, not the whole schedule: see README.md) and where it kept the
+// histories, the accepted writes and the logs; faults/cmd/recheck checks a
+// kept run again without running it.
 // See README.md for how to run the short and long forms and for the
 // figures of the last runs.
 //
