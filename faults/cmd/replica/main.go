@@ -84,7 +84,8 @@ func run(name, addr, dsn, histPath string, seed int64, initDB bool) error {
 	defer hist.Close()
 	_ = hist.Write(history.Event{Kind: history.Boot})
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", name)
+	base := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := base.With("replica", name) // the scheduler adds the attribute to its own records
 	client, err := connect(addr)
 	if err != nil {
 		return err
@@ -98,7 +99,7 @@ func run(name, addr, dsn, histPath string, seed int64, initDB bool) error {
 
 	s, err := scheduler.New(store,
 		scheduler.WithInstanceID(name),
-		scheduler.WithLogger(log),
+		scheduler.WithLogger(base),
 		scheduler.WithObserver(func(e scheduler.Event) { observe(hist, e) }))
 	if err != nil {
 		return err
