@@ -37,3 +37,15 @@ func FindConflicts(replicas []Replica) []Conflict {
 	}
 	return out
 }
+
+// Involving returns the conflicts in which replica id is one of the pair:
+// the ones a replica reports as its own.
+func Involving(conflicts []Conflict, id string) []Conflict {
+	var mine []Conflict
+	for _, c := range conflicts {
+		if c.Replicas[0] == id || c.Replicas[1] == id {
+			mine = append(mine, c)
+		}
+	}
+	return mine
+}

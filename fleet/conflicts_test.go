@@ -23,3 +23,12 @@ func TestFindConflicts(t *testing.T) {
 	assert.Empty(t, fleet.FindConflicts(replicas[:1]), "one replica has no conflict")
 	assert.Empty(t, fleet.FindConflicts(nil))
 }
+
+func TestInvolving(t *testing.T) {
+	a := fleet.Conflict{Job: "a", Replicas: [2]string{"r1", "r2"}}
+	b := fleet.Conflict{Job: "b", Replicas: [2]string{"r2", "r3"}}
+	assert.Equal(t, []fleet.Conflict{a}, fleet.Involving([]fleet.Conflict{a, b}, "r1"))
+	assert.Equal(t, []fleet.Conflict{a, b}, fleet.Involving([]fleet.Conflict{a, b}, "r2"))
+	assert.Equal(t, []fleet.Conflict{b}, fleet.Involving([]fleet.Conflict{a, b}, "r3"))
+	assert.Empty(t, fleet.Involving([]fleet.Conflict{a, b}, "r4"))
+}

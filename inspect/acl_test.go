@@ -19,6 +19,7 @@ import (
 	"github.com/cronguard/cronguard/inspect"
 	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
+	"github.com/cronguard/cronguard/testutil"
 )
 
 // schedulerLeaseCommands are the lease user's grants (docs/redis-acl.md,
@@ -66,9 +67,9 @@ func TestScheduler_ACL(t *testing.T) {
 
 	t.Run("Documented", func(t *testing.T) {
 		user := "cg-sched"
-		aclSetUser(t, f.admin, user, schedulerACL(f.prefix, true, full))
+		testutil.SetACLUser(t, f.admin, user, schedulerACL(f.prefix, true, full)...)
 		aclScenario(t, f, user, true)
-		assert.Empty(t, aclDenials(t, f.admin, user, harmlessDenials...), "Redis refused the scheduler nothing")
+		assert.Empty(t, testutil.ACLDenials(t, f.admin, user, harmlessDenials...), "Redis refused the scheduler nothing")
 	})
 
 	missing := slices.Clone(schedulerFleetCommands)
@@ -79,14 +80,14 @@ func TestScheduler_ACL(t *testing.T) {
 			user := "cg-sched-no-" + strings.TrimLeft(gone, "+&")
 			channel := gone != "&channel"
 			cmds := slices.DeleteFunc(slices.Clone(full), func(c string) bool { return c == gone })
-			aclSetUser(t, f.admin, user, schedulerACL(f.prefix, channel, cmds))
+			testutil.SetACLUser(t, f.admin, user, schedulerACL(f.prefix, channel, cmds)...)
 			aclScenario(t, f, user, false)
 			object := strings.TrimPrefix(gone, "+")
 			if !channel {
 				object = f.prefix + ":control"
 			}
 			waitUntil(t, "Redis refuses "+object+" to "+user, func() bool {
-				return slices.Contains(aclDenials(t, f.admin, user), object)
+				return slices.Contains(testutil.ACLDenials(t, f.admin, user), object)
 			})
 		})
 	}
@@ -194,31 +195,4 @@ func aclScenario(t *testing.T, f *liveFleet, user string, strict bool) {
 			return e.Instance == user && (e.Kind == scheduler.EventAcquireFailed || e.Kind == scheduler.EventAcquireRetrying)
 		}))
 	}
-}
-
-// aclSetUser creates (or replaces) user with rules.
-func aclSetUser(t *testing.T, admin rueidis.Client, user string, rules []string) {
-	t.Helper()
-	require.NoError(t, admin.Do(t.Context(), admin.B().AclDeluser().Username(user).Build()).Error())
-	require.NoError(t, admin.Do(t.Context(), admin.B().AclSetuser().Username(user).Rule(rules...).Build()).Error())
-}
-
-// aclDenials returns what Redis refused user (ACL LOG: command names, or
-// key or channel names), leaving out except.
-func aclDenials(t *testing.T, admin rueidis.Client, user string, except ...string) []string {
-	t.Helper()
-	entries, err := admin.Do(t.Context(), admin.B().AclLog().Count(1000).Build()).ToArray()
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		m, err := e.AsMap()
-		require.NoError(t, err)
-		username, object := m["username"], m["object"]
-		name, _ := username.ToString()
-		obj, _ := object.ToString()
-		if name == user && !slices.Contains(except, obj) {
-			out = append(out, obj)
-		}
-	}
-	return out
 }

@@ -211,13 +211,7 @@ func (cp *controlPlane) checkConflicts() {
 		cp.s.log.Warn("could not read the registry's conflicts", slog.Any("error", err))
 		return
 	}
-	var mine []fleet.Conflict
-	for _, c := range all {
-		if c.Replicas[0] == cp.s.cfg.instanceID || c.Replicas[1] == cp.s.cfg.instanceID {
-			mine = append(mine, c)
-		}
-	}
-	cp.report(mine)
+	cp.report(fleet.Involving(all, cp.s.cfg.instanceID))
 }
 
 // report logs and emits each conflict once.

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/redislease"
+	"github.com/cronguard/cronguard/testutil"
 )
 
 // The grants of the command's two users (docs/redis-acl.md, "The cronguard
@@ -100,13 +100,13 @@ func TestCLI_ACL(t *testing.T) {
 	})
 
 	t.Run("ReadOnlyUser", func(t *testing.T) {
-		aclSetUser(t, f.admin, "cg-read", readRules(f.prefix))
+		testutil.SetACLUser(t, f.admin, "cg-read", readRules(f.prefix)...)
 		cg := as("cg-read")
 		for _, args := range reads {
 			r := cg(t, args...)
 			assert.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
 		}
-		assert.Empty(t, aclDenials(t, f.admin, "cg-read", harmlessDenials...), "Redis refused the reads nothing")
+		assert.Empty(t, testutil.ACLDenials(t, f.admin, "cg-read", harmlessDenials...), "Redis refused the reads nothing")
 
 		for _, args := range [][]string{{"pause", "report", "--note", "x"}, {"resume", "report"}, {"trigger", "report"}, {"release", "rebuild", "--force"}} {
 			r := cg(t, args...)
@@ -125,7 +125,7 @@ func TestCLI_ACL(t *testing.T) {
 	})
 
 	t.Run("OperatorUser", func(t *testing.T) {
-		aclSetUser(t, f.admin, "cg-ops", aclRules(f.prefix, true, opsGrants()))
+		testutil.SetACLUser(t, f.admin, "cg-ops", aclRules(f.prefix, true, opsGrants())...)
 		cg := as("cg-ops")
 		for _, args := range reads {
 			r := cg(t, args...)
@@ -133,7 +133,7 @@ func TestCLI_ACL(t *testing.T) {
 		}
 		r := changes(t, cg)
 		require.Equal(t, exitOK, r.code, r.stderr)
-		assert.Empty(t, aclDenials(t, f.admin, "cg-ops", harmlessDenials...), "Redis refused the operator nothing")
+		assert.Empty(t, testutil.ACLDenials(t, f.admin, "cg-ops", harmlessDenials...), "Redis refused the operator nothing")
 	})
 
 	// Without any one grant, some command fails, and Redis says it refused
@@ -145,7 +145,7 @@ func TestCLI_ACL(t *testing.T) {
 			user := "cg-no-" + strings.TrimLeft(gone, "+&")
 			channel := gone != "&channel"
 			grants := slices.DeleteFunc(opsGrants(), func(c string) bool { return c == gone })
-			aclSetUser(t, f.admin, user, aclRules(f.prefix, channel, grants))
+			testutil.SetACLUser(t, f.admin, user, aclRules(f.prefix, channel, grants)...)
 			require.NoError(t, f.admin.Do(t.Context(), f.admin.B().ScriptFlush().Build()).Error())
 			cg := as(user)
 			failed := false
@@ -166,34 +166,7 @@ func TestCLI_ACL(t *testing.T) {
 			if !channel {
 				object = f.prefix + ":control"
 			}
-			assert.Contains(t, aclDenials(t, f.admin, user), object, "Redis refused %s", object)
+			assert.Contains(t, testutil.ACLDenials(t, f.admin, user), object, "Redis refused %s", object)
 		})
 	}
-}
-
-// aclSetUser creates (or replaces) user with rules.
-func aclSetUser(t *testing.T, admin rueidis.Client, user string, rules []string) {
-	t.Helper()
-	require.NoError(t, admin.Do(t.Context(), admin.B().AclDeluser().Username(user).Build()).Error())
-	require.NoError(t, admin.Do(t.Context(), admin.B().AclSetuser().Username(user).Rule(rules...).Build()).Error())
-}
-
-// aclDenials returns what Redis refused user (ACL LOG: command names, or
-// key or channel names), leaving out except.
-func aclDenials(t *testing.T, admin rueidis.Client, user string, except ...string) []string {
-	t.Helper()
-	entries, err := admin.Do(t.Context(), admin.B().AclLog().Count(1000).Build()).ToArray()
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		m, err := e.AsMap()
-		require.NoError(t, err)
-		username, object := m["username"], m["object"]
-		name, _ := username.ToString()
-		obj, _ := object.ToString()
-		if name == user && !slices.Contains(except, obj) {
-			out = append(out, obj)
-		}
-	}
-	return out
 }

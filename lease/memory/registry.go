@@ -97,13 +97,7 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	all := s.registry.live(now)
 	s.mu.Unlock()
 
-	var mine []fleet.Conflict
-	for _, c := range fleet.FindConflicts(all) {
-		if c.Replicas[0] == r.ID || c.Replicas[1] == r.ID {
-			mine = append(mine, c)
-		}
-	}
-	return mine, nil
+	return fleet.Involving(fleet.FindConflicts(all), r.ID), nil
 }
 
 // RefreshReplica keeps replica id's entry alive for ttl more, and returns

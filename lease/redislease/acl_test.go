@@ -19,6 +19,7 @@ import (
 
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/leasetest"
+	"github.com/cronguard/cronguard/testutil"
 )
 
 // aclCommands are the commands a cronguard user needs on a standalone or
@@ -287,9 +288,7 @@ func leaseLife(ctx context.Context, st *Store) error {
 // (tracking would need CLIENT TRACKING).
 func aclUser(t *testing.T, admin rueidis.Client, addr, name string, rules []string) rueidis.Client {
 	t.Helper()
-	ctx := t.Context()
-	require.NoError(t, admin.Do(ctx, admin.B().AclDeluser().Username(name).Build()).Error())
-	require.NoError(t, admin.Do(ctx, admin.B().AclSetuser().Username(name).Rule(rules...).Build()).Error())
+	testutil.SetACLUser(t, admin, name, rules...)
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  []string{addr},
 		DisableCache: true,

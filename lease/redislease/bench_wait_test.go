@@ -180,28 +180,7 @@ func BenchmarkWaitingScriptCost(b *testing.B) {
 	ctx := context.Background()
 	run := func(b *testing.B, op func()) {
 		b.Helper()
-		op() // load the scripts
-		if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		for b.Loop() {
-			op()
-			n++
-		}
-		b.StopTimer()
-		stats, err := commandStats(ctx, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var cmds int64
-		for name, s := range stats {
-			if name != "config|resetstat" && name != "info" {
-				cmds += s.calls
-			}
-		}
-		b.ReportMetric(stats["evalsha"].usec/float64(n), "script-µs/op")
-		b.ReportMetric(float64(cmds)/float64(n), "cmds/op")
+		measureScripts(b, c, op)
 	}
 	must := func(err error) {
 		if err != nil {

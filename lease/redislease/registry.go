@@ -76,13 +76,7 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	if err != nil {
 		return nil, err
 	}
-	var mine []fleet.Conflict
-	for _, c := range fleet.FindConflicts(all) {
-		if c.Replicas[0] == r.ID || c.Replicas[1] == r.ID {
-			mine = append(mine, c)
-		}
-	}
-	return mine, nil
+	return fleet.Involving(fleet.FindConflicts(all), r.ID), nil
 }
 
 // RefreshReplica keeps replica id's entry alive for ttl more. See

@@ -27,28 +27,7 @@ func BenchmarkScriptCost(b *testing.B) {
 	const ttl = 30 * time.Second
 	run := func(b *testing.B, scripts int, op func()) {
 		b.Helper()
-		op() // warm up: load the scripts
-		if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		for b.Loop() {
-			op()
-			n++
-		}
-		b.StopTimer()
-		stats, err := commandStats(ctx, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var cmds int64
-		for name, s := range stats {
-			if name != "config|resetstat" && name != "info" {
-				cmds += s.calls
-			}
-		}
-		b.ReportMetric(stats["evalsha"].usec/float64(n), "script-µs/op")
-		b.ReportMetric(float64(cmds)/float64(n), "cmds/op")
+		stats, n := measureScripts(b, c, op)
 		b.ReportMetric(float64(stats["evalsha"].calls)/float64(n*scripts), "scripts/expected")
 	}
 	must := func(err error) {
@@ -207,4 +186,36 @@ func commandStats(ctx context.Context, c rueidis.Client) (map[string]commandStat
 		out[strings.TrimPrefix(name, "cmdstat_")] = s
 	}
 	return out, sc.Err()
+}
+
+// measureScripts runs op in b's loop, after one call that loads the
+// scripts, with Redis's command statistics reset before the loop; it
+// reports the server µs of scripts and the commands per op, and returns
+// the statistics and the number of ops.
+func measureScripts(b *testing.B, c rueidis.Client, op func()) (map[string]commandStat, int) {
+	b.Helper()
+	ctx := context.Background()
+	op() // warm up: load the scripts
+	if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		op()
+		n++
+	}
+	b.StopTimer()
+	stats, err := commandStats(ctx, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cmds int64
+	for name, s := range stats {
+		if name != "config|resetstat" && name != "info" {
+			cmds += s.calls
+		}
+	}
+	b.ReportMetric(stats["evalsha"].usec/float64(n), "script-µs/op")
+	b.ReportMetric(float64(cmds)/float64(n), "cmds/op")
+	return stats, n
 }
