@@ -4,7 +4,8 @@
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
 -- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
--- KEYS[5] pause key        <prefix>:pause:{G}        (exists while the key is paused)
+-- KEYS[5] pause key        <prefix>:pause:{G}        (exists while the key is paused);
+--         given only by an acquire that honours a pause
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
 -- ARGV[3] PX of the data key in ms: ttl + tolerance, so the record lives
@@ -14,7 +15,6 @@
 -- ARGV[5] record tail built by the client: "key":...,"owner":...}
 -- ARGV[6] round, 0 for none
 -- ARGV[7] max skew in ms, 0 for none
--- ARGV[8] "1" to honour a pause of the key, "0" to ignore it
 --
 -- Returns
 --   {1, fence, expiresAtMs, acquiredAtMs, prevRound}  acquired; prevRound is
@@ -27,7 +27,7 @@
 --   {-3}                                   round not newer than the recorded one
 --                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
---   {-6}                                   the key is paused (and ARGV[8] is "1"); a
+--   {-6}                                   the key is paused (and KEYS[5] is given); a
 --                                          round newer than the recorded one, and
 --                                          within the skew bound, is recorded
 --   {-9}                                   unreadable record, round or fence counter
@@ -37,7 +37,8 @@
 -- nor caught up), then a claimed round (the definitive answer: that
 -- occurrence ran or runs), then a live lease (held by an earlier round: an
 -- overlap), then the skew bound. The round is read only when one is given;
--- the pause is looked up only when asked, with EXISTS (no string is made).
+-- the pause is looked up only when asked (KEYS[5] given), with EXISTS (no
+-- string is made).
 --
 -- The fence never goes back, even if Redis lost its data: it is the
 -- counter + 1, or the server clock's floor, now in ms * 100, if that is
@@ -56,13 +57,14 @@
 -- expiresAtMs, which costs nothing on the path that finds no record.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = t[1] * 1000 + t[2] / 1000
+now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
-local round = tonumber(ARGV[6])
-if ARGV[8] == '1' and redis.call('EXISTS', KEYS[5]) == 1 then
+local round = ARGV[6] + 0
+if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
   -- Recorded as handled, within the skew bound: a fast clock must not
   -- record a future round while the key is paused.
-  local skew = tonumber(ARGV[7])
+  local skew = ARGV[7] + 0
   if round > 0 and (skew == 0 or round <= now + skew) then
     local rec = redis.call('GET', KEYS[4])
     if not rec or (tonumber(rec) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
@@ -92,7 +94,7 @@ if cur then
 end
 
 if round > 0 then
-  local skew = tonumber(ARGV[7])
+  local skew = ARGV[7] + 0
   if skew > 0 and round > now + skew then return {-4} end
 end
 
@@ -101,7 +103,7 @@ local floor = now * 100
 if fence < floor then
   fence = redis.call('INCRBY', KEYS[3], floor - fence)
 end
-local exp = now + tonumber(ARGV[2])
+local exp = now + ARGV[2]
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
   ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])

@@ -32,9 +32,10 @@ if string.sub(v, 1, 11) ~= '{"lockId":"' or string.sub(v, 34, 49) ~= '","expires
 end
 if string.sub(v, 12, 33) ~= ARGV[1] then return 0 end
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = t[1] * 1000 + t[2] / 1000
+now = now - now % 1 -- whole ms, without math.floor's lookup and call
 if exp <= now - TOLERANCE_MS then return -2 end
-local nexp = now + tonumber(ARGV[2])
+local nexp = now + ARGV[2]
 redis.call('SET', dk, string.sub(v, 1, 49) .. string.format('%13d', nexp) .. string.sub(v, 63), 'PX', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {1, nexp}

@@ -10,8 +10,9 @@
 -- replica must publish it again). A constant amount of work, whatever the
 -- number of jobs.
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = t[1] * 1000 + t[2] / 1000
+now = now - now % 1 -- whole ms, without math.floor's lookup and call
 local gen = tonumber(redis.call('GET', KEYS[3]) or '0')
 if redis.call('PEXPIRE', KEYS[2], ARGV[2]) == 0 then return {0, gen} end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
 return {1, gen}

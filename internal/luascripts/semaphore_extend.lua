@@ -15,9 +15,10 @@ local TOLERANCE_MS = 1000
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return -1 end
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = t[1] * 1000 + t[2] / 1000
+now = now - now % 1 -- whole ms, without math.floor's lookup and call
 if tonumber(score) <= now - TOLERANCE_MS then return -2 end
-local ttl = tonumber(ARGV[2])
+local ttl = ARGV[2] + 0
 local exp = now + ttl
 redis.call('ZADD', KEYS[1], 'XX', exp, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl + TOLERANCE_MS then

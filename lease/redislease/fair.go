@@ -72,7 +72,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 		owner, ownerJSON = o.Owner, jsonString(o.Owner)
 	}
 	id, ik := newLeaseID(s.prefix, ks.slot)
-	keys, args := acquireKeysArgs(ks, ik, ks.data, id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
+	keys, args := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
 	list, expiries := ks.queue(s.prefix)
 	keys = []string{keys[0], keys[1], keys[2], list, expiries}
 	args = append(args[:5:5], ticket, strconv.FormatInt(entryTTL.Milliseconds(), 10))

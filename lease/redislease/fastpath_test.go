@@ -99,7 +99,10 @@ func TestAcquireKeysArgs_Layout(t *testing.T) {
 	require.NoError(t, err)
 	id, ik := newLeaseID("cg", ks.slot)
 	o := lease.AcquireOptions{Round: 1700000000000, MaxSkew: 1500e6}
-	keys, args := acquireKeysArgs(ks, ik, ks.data, id, 30e9, "job:a", jsonString("me"), o)
-	assert.Equal(t, []string{ks.data, ik, ks.fence, ks.round, ks.data}, keys)
-	assert.Equal(t, []string{id, "30000", "31000", "41000", `"key":"job:a","owner":"me"}`, "1700000000000", "1500", "0"}, args)
+	keys, args := acquireKeysArgs(ks, ik, "", id, 30e9, "job:a", jsonString("me"), o)
+	assert.Equal(t, []string{ks.data, ik, ks.fence, ks.round}, keys, "no pause key when the acquire ignores a pause")
+	assert.Equal(t, []string{id, "30000", "31000", "41000", `"key":"job:a","owner":"me"}`, "1700000000000", "1500"}, args)
+	keys, args = acquireKeysArgs(ks, ik, ks.pause("cg"), id, 30e9, "job:a", jsonString("me"), o)
+	assert.Equal(t, []string{ks.data, ik, ks.fence, ks.round, ks.pause("cg")}, keys, "the pause key last when the acquire honours a pause")
+	assert.Len(t, args, 7)
 }

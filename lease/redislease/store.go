@@ -157,7 +157,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if o.Trigger {
 		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON)
 	}
-	pause := ks.data // never read unless the acquire honours a pause
+	pause := "" // KEYS[5] only when the acquire honours a pause
 	if o.PauseCheck {
 		pause = ks.pause(s.prefix)
 	}
@@ -330,7 +330,10 @@ func intsReply(resp rueidis.RedisResult) (reply, error) {
 
 // acquireKeysArgs builds the acquire script's KEYS and ARGV (see
 // acquire.lua) with two allocations: one backing array for both slices and
-// one string that the numeric and record arguments are slices of.
+// one string that the numeric and record arguments are slices of. pause is
+// the pause key, or "" for an acquire that does not honour a pause: then
+// KEYS has four keys, and the script builds one string and one table slot
+// less.
 func acquireKeysArgs(ks keyset, ik, pause, id string, ttl time.Duration, key, ownerJSON string, o lease.AcquireOptions) (keys, args []string) {
 	ttlMs := ttl.Milliseconds()
 	var b strings.Builder
@@ -349,14 +352,13 @@ func acquireKeysArgs(ks keyset, ik, pause, id string, ttl time.Duration, key, ow
 	writeInt(4, o.Round)
 	writeInt(5, o.MaxSkew.Milliseconds())
 	all := b.String()
-	pauseCheck := "0"
-	if o.PauseCheck {
-		pauseCheck = "1"
-	}
 	kv := []string{
 		ks.data, ik, ks.fence, ks.round, pause,
 		id, all[:ends[0]], all[ends[0]:ends[1]], all[ends[1]:ends[2]],
-		all[ends[2]:ends[3]], all[ends[3]:ends[4]], all[ends[4]:ends[5]], pauseCheck,
+		all[ends[2]:ends[3]], all[ends[3]:ends[4]], all[ends[4]:ends[5]],
+	}
+	if pause == "" {
+		return kv[:4:4], kv[5:]
 	}
 	return kv[:5:5], kv[5:]
 }

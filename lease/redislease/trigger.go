@@ -19,7 +19,7 @@ import (
 // run a queued trigger, consuming it (acquire_trigger.lua).
 func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string) (*lease.Lease, error) {
 	const op = "acquire"
-	keys, args := acquireKeysArgs(ks, ik, ks.data, id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
+	keys, args := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
 	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix)}
 	args = args[:5]
 	sent := s.clock.Now()
