@@ -29,6 +29,8 @@ func TestAll_Scripts_HaveHeaderAndTolerance(t *testing.T) {
 			}
 			assert.NotContains(t, src, "cjson.decode", "hot paths must not decode JSON in Lua")
 			assert.NotContains(t, src, "'EXPIRE'", "scripts must not expire keys outside their records")
+			assert.NotContains(t, src, "tonumber(ARGV", "the client's numbers are read by arithmetic (doc.go)")
+			assert.NotContains(t, src, "math.floor(t[2]", "TIME's ms are taken without math.floor (doc.go)")
 		})
 	}
 }
