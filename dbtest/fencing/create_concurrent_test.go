@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,6 +110,8 @@ func assertFenceTable(t *testing.T, b backend, db *sql.DB, table string) {
 	require.NoError(t, err)
 }
 
+// TestTable_Create_ReplicasStartingAtOnce starts the replicas on an empty
+// database: every replica succeeds and the table is whole.
 func TestTable_Create_ReplicasStartingAtOnce(t *testing.T) {
 	for _, b := range startingBackends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -143,6 +146,9 @@ func TestCreateTable_ReplicasStartingAtOnce(t *testing.T) {
 	assertFenceTable(t, b, db, fencing.DefaultTableName)
 }
 
+// TestTable_Create_ReplicasMigratingAtOnce starts the replicas on a table
+// made before the occurrence column existed, with rows: every replica
+// succeeds, the column is added once and the rows keep their tokens.
 func TestTable_Create_ReplicasMigratingAtOnce(t *testing.T) {
 	for _, b := range startingBackends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -155,7 +161,14 @@ func TestTable_Create_ReplicasMigratingAtOnce(t *testing.T) {
 				require.NoError(t, advanceTx(t, db, table, fmt.Sprintf("job:%d", i), fencing.Token(100+i)))
 			}
 
-			errs := startReplicas(t, driver, dsn, table.Create)
+			// Half the replicas run Create, half Migrate alone.
+			var calls atomic.Int64
+			errs := startReplicas(t, driver, dsn, func(ctx context.Context, db fencing.Execer) error {
+				if calls.Add(1)%2 == 0 {
+					return table.Migrate(ctx, db)
+				}
+				return table.Create(ctx, db)
+			})
 
 			for i, err := range errs {
 				assert.NoError(t, err, "replica %d", i)
