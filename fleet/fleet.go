@@ -142,7 +142,10 @@ type Store interface {
 	// PendingTriggers returns how many live triggers wait for key.
 	PendingTriggers(ctx context.Context, key string) (int, error)
 
-	// JobState reads what the store holds about key, in one operation.
+	// JobState reads what the store holds about key, in one operation:
+	// at one instant, or as reads of plain commands one after the other
+	// (lease/redislease: no script, so that read-only users can run it),
+	// as the store documents.
 	JobState(ctx context.Context, key string) (JobState, error)
 	// ForceRelease deletes the live lease on key whoever holds it, and
 	// returns what it was (lease.ErrNotFound when none is live). The holder
@@ -160,8 +163,8 @@ type Store interface {
 	Subscribe(ctx context.Context, fn func(Message)) (stop func(), err error)
 }
 
-// JobState is what a store holds about one job's key, read at one
-// instant of the store's time.
+// JobState is what a store holds about one job's key, read by one
+// JobState call at the store's time Now.
 type JobState struct {
 	// Now is the store's time when it was read: compare Holder.ExpiresAt
 	// with it, never with a local clock.

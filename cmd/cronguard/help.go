@@ -61,8 +61,8 @@ Lists every job the live replicas registered, with:
   NOTES       paused, conflict (replicas registered it differently), pending
               triggers, last run triggered
 
-Reads the registry once and each job's state once (one small Redis script per
-job).
+Reads the registry once and each job's state once (one pipelined round trip of
+plain reads per job: no script, so the read-only ACL user suffices).
 `
 
 const jobHelp = `Usage: cronguard job NAME [--json]
