@@ -3,7 +3,11 @@ package logattr
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,4 +33,23 @@ func TestDuration_SameTextInJSONAndText(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, d, back)
 	}
+}
+
+// TestDuration_NoSlogDurationInTheRepository: no package logs a duration
+// with slog.Duration, whose JSON form is a count of nanoseconds; each uses
+// Duration, so a field looks the same in every package.
+func TestDuration_NoSlogDurationInTheRepository(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		assert.NotContains(t, string(src), "slog.Duration(", "%s: use logattr.Duration", path)
+		return nil
+	})
+	require.NoError(t, err)
 }
