@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -95,7 +96,7 @@ func (s *Scheduler) acquire(j *job, f firing) (*lease.Lease, error) {
 		}
 		wait := min(b.NextBackOff(), left)
 		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Int("attempt", attempt),
-			slog.Duration("retry_in", wait), slog.Any("error", err)}
+			logattr.Duration("retry_in", wait), slog.Any("error", err)}
 		if attempt == 1 {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
 		} else {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -118,7 +119,7 @@ func (s *Scheduler) waitTurn(j *job, f firing) (*lease.Lease, error) {
 			return l, err
 		}
 		s.log.LogAttrs(context.Background(), slog.LevelDebug, "occurrence waits again for the job's running one",
-			slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Duration("left", until.Sub(s.cfg.clock.Now())))
+			slog.String("job", j.name), slog.Time("occurrence", f.occ), logattr.Duration("left", until.Sub(s.cfg.clock.Now())))
 	}
 }
 

@@ -57,7 +57,9 @@ Lists every job the live replicas registered, with:
   RUNNING ON  the replica holding its lease now, and the time left on the lease
               by the store's clock (the heartbeat renews it every third of it)
   LAST RUN    the last run's outcome, how long it took and how long ago it ended
-  NEXT        the next occurrence of its schedule
+  NEXT        the next occurrence of its schedule; "unknown zone" when a replica
+              registered a cron schedule in the zone Local (its machine's own,
+              which the registry does not record)
   NOTES       paused, conflict (replicas registered it differently), pending
               triggers, last run triggered
 
@@ -153,7 +155,7 @@ job NAME:  Job
     "lastRun": null | Run,
     "paused": null | {"by", "note", "since"},
     "pendingTriggers": int,
-    "next": time | null
+    "next": time | null (null when none is left or the zone is unknown)
   }
   Run: {"occurrence", "owner", "replica", "fence", "started", "durationMs",
         "outcome" ("succeeded", "failed", "panicked", "timed_out"),

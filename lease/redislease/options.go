@@ -3,7 +3,6 @@ package redislease
 import (
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/jonboulle/clockwork"
 
@@ -14,7 +13,6 @@ import (
 // config is the resolved form of a list of Option values.
 type config struct {
 	prefix string
-	owner  string
 	logger *slog.Logger
 	clock  clockwork.Clock
 	ack    replicaAck // WithReplicaAck (wait.go); zero: off
@@ -73,25 +71,9 @@ func WithClock(clock clockwork.Clock) Option {
 	}
 }
 
-// defaultOwner is the holder label of an acquire without lease.WithOwner,
-// "<hostname>/<pid>" (hostname "unknown" when it cannot be read), cut to
-// lease.MaxOwnerLen.
-func defaultOwner() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	o := fmt.Sprintf("%s/%d", host, os.Getpid())
-	if len(o) > lease.MaxOwnerLen {
-		o = o[:lease.MaxOwnerLen]
-	}
-	return o
-}
-
 func resolve(opts []Option) (config, error) {
 	c := config{
 		prefix: DefaultPrefix,
-		owner:  defaultOwner(),
 		logger: slog.Default(),
 		clock:  clockwork.NewRealClock(),
 	}
