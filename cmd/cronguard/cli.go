@@ -115,6 +115,8 @@ type options struct {
 	timeout time.Duration
 	ttl     time.Duration
 	force   bool
+	limit   int             // history
+	offset  int             // history
 	set     map[string]bool // the flags given
 }
 

@@ -21,6 +21,7 @@ var commands = []command{
 	{name: "replicas", summary: "list the live replicas", help: replicasHelp, run: runReplicas},
 	{name: "jobs", summary: "list the fleet's jobs: where each runs, its last run, its next occurrence", help: jobsHelp, run: runJobs},
 	{name: "job", args: "NAME", summary: "show one job in detail", help: jobHelp, run: runJob},
+	historyCommand,
 	{name: "pause", args: "NAME", summary: "pause a job on every replica", help: pauseHelp, run: runPause,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.note, "note", "", "")
