@@ -191,4 +191,3 @@ func (c *Console) doRelease(w http.ResponseWriter, r *http.Request, a Action, by
 		LeaseHash: lease.ShortID(info.IDHash), AcquiredAt: utc(info.AcquiredAt.UTC())}
 	c.render(w, r, http.StatusOK, pageReleased, layout{Title: "Force-released " + a.Job, Nav: "jobs", Page: p})
 }
-
