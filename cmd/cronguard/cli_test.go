@@ -52,8 +52,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"NoCommand", nil, "cronguard: missing command: one of replicas, jobs, job, history, pause, resume, trigger, release (see cronguard --help)"},
-		{"UnknownCommand", []string{"status"}, `cronguard: unknown command "status": one of replicas, jobs, job, history, pause, resume, trigger, release`},
+		{"NoCommand", nil, "cronguard: missing command: one of replicas, jobs, job, history, pause, resume, trigger, release, serve (see cronguard --help)"},
+		{"UnknownCommand", []string{"status"}, `cronguard: unknown command "status": one of replicas, jobs, job, history, pause, resume, trigger, release, serve`},
 		{"UnknownGlobalFlag", []string{"--verbose", "jobs"}, "cronguard: flag provided but not defined: -verbose (see cronguard --help)"},
 		{"UnknownFlag", []string{"jobs", "--all"}, "cronguard: jobs: flag provided but not defined: -all (see cronguard jobs --help)"},
 		{"MissingName", []string{"job"}, "cronguard: job: missing the job's NAME (see cronguard job --help)"},

@@ -15,6 +15,7 @@ Commands:
   resume NAME               resume a paused job (the occurrences it skipped are not run)
   trigger NAME [--wait]     run a job now, once, on one replica
   release NAME --force      force-release a job's lease (unsafe unless the job is fenced)
+  serve [--addr HOST:PORT]  serve the web console (read-only unless --auth-file and --actions)
   help [COMMAND | json]     show a command's help, or the fields of the JSON output
 
 Global flags (accepted before or after the command):
