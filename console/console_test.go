@@ -497,3 +497,24 @@ func TestConsole_StoreFailed(t *testing.T) {
 		assert.NotContains(t, rec.Body.String(), "canceled")
 	}
 }
+
+// Replicas that register a job differently show as a conflict on the
+// fleet, jobs and job pages.
+func TestConsole_Conflict_Shown(t *testing.T) {
+	e := newMemEnv(t)
+	other := reportJob
+	other.Schedule, other.Spec, other.Fingerprint = "every(1h0m0s)", "every:3600000000000+0", "fp-report-other"
+	e.publish(t, "replica-c", other)
+	b := newBrowser(t, e.console(t))
+	body := b.get("/").Body.String()
+	assert.Contains(t, body, "1 conflict")
+	assert.Contains(t, body, `id="conflicts"`)
+	assert.Contains(t, body, "every(1h0m0s)")
+	assert.Contains(t, body, "…rt-other", "the fingerprints' ends")
+	body = b.get("/jobs").Body.String()
+	assert.Contains(t, body, "1 in conflict")
+	body = b.get("/jobs/report").Body.String()
+	assert.Contains(t, body, "registered this job differently")
+	assert.Contains(t, body, "replica-c")
+	assert.NotContains(t, b.get("/jobs/tick").Body.String(), "registered this job differently")
+}

@@ -144,3 +144,14 @@ func shortFingerprint(fp string) string {
 
 // fence writes a fencing token as the replicas' logs do: a plain number.
 func fence(t fencing.Token) string { return strconv.FormatUint(uint64(t), 10) }
+
+// took writes a short server time: 420µs, 12.3ms, 1.2s.
+func took(d time.Duration) string {
+	if d < time.Millisecond {
+		return strconv.FormatInt(d.Microseconds(), 10) + "µs"
+	}
+	if d < time.Second {
+		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + "ms"
+	}
+	return span(d)
+}

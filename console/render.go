@@ -41,6 +41,7 @@ func parsePages() (*pages, error) {
 		"utc":      utc,
 		"span":     span,
 		"relative": relative,
+		"took":     took,
 	}
 	ps := &pages{byName: map[string]*template.Template{}}
 	for _, name := range []string{pageFleet, pageJobs, pageJob, pageReleaseConfirm, pageReleased, pageTriggered, pageError} {
