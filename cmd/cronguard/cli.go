@@ -117,6 +117,7 @@ type options struct {
 	force   bool
 	limit   int             // history
 	offset  int             // history
+	serve   *serveConfig    // serve's own flags (serve.go)
 	set     map[string]bool // the flags given
 }
 

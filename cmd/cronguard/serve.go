@@ -14,8 +14,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cronguard/cronguard/console"
@@ -45,10 +43,7 @@ func init() {
 		help: serveHelp, flags: serveFlags, check: serveCheck, run: runServe})
 }
 
-// serveConfig is serve's own flags. The options every command shares
-// have no room for them: each serve invocation's config travels from its
-// flags to its run as an entry of options.set (a name no flag can have)
-// that names it in serveConfigs.
+// serveConfig is serve's own flags.
 type serveConfig struct {
 	addr, actions, authFile, basePath string
 	tlsCert, tlsKey                   string
@@ -57,13 +52,6 @@ type serveConfig struct {
 	allowed map[console.ActionKind]bool // from actions, by serveCheck
 	users   map[string][32]byte         // from authFile: SHA-256 of each user's password
 }
-
-const serveConfigMark = "\x00serve-config#"
-
-var (
-	serveSeq     atomic.Int64
-	serveConfigs sync.Map // mark -> *serveConfig
-)
 
 func serveFlags(fs *flag.FlagSet, o *options) {
 	sc := &serveConfig{addr: defaultServeAddr, refresh: console.DefaultRefresh, triggerWait: console.DefaultTriggerWait}
@@ -75,29 +63,12 @@ func serveFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&sc.tlsKey, "tls-key", "", "")
 	fs.DurationVar(&sc.refresh, "refresh", sc.refresh, "")
 	fs.DurationVar(&sc.triggerWait, "trigger-wait", sc.triggerWait, "")
-	mark := fmt.Sprintf("%s%d", serveConfigMark, serveSeq.Add(1))
-	o.set[mark] = true
-	serveConfigs.Store(mark, sc)
-}
-
-// serveConfigOf returns the serve config the options carry.
-func serveConfigOf(o options) *serveConfig {
-	for k := range o.set {
-		if strings.HasPrefix(k, serveConfigMark) {
-			if v, ok := serveConfigs.Load(k); ok {
-				return v.(*serveConfig)
-			}
-		}
-	}
-	return nil
+	o.serve = sc
 }
 
 // serveCheck validates serve's flags and reads the auth file.
 func serveCheck(o *options) error {
-	sc := serveConfigOf(*o)
-	if sc == nil {
-		return errors.New("serve: internal error: no configuration")
-	}
+	sc := o.serve
 	if _, _, err := net.SplitHostPort(sc.addr); err != nil {
 		return usagef("serve", "serve: --addr %q: want host:port (e.g. 127.0.0.1:8080)", sc.addr)
 	}
@@ -131,7 +102,8 @@ func serveCheck(o *options) error {
 		}
 		sc.users = users
 	}
-	// The console's options check the rest (base path, refresh, wait).
+	// The console's options check the rest (base path, refresh, wait); New
+	// does nothing with the Inspector but keep it.
 	if _, err := console.New(&inspect.Inspector{}, sc.consoleOptions(nil)...); err != nil {
 		return usagef("serve", "serve: %s", strings.TrimPrefix(err.Error(), "console: invalid option: "))
 	}
@@ -232,15 +204,7 @@ func requireSignIn(users map[string][32]byte, next http.Handler) http.Handler {
 
 // runServe serves the console until ctx ends (Ctrl-C, SIGTERM).
 func runServe(ctx context.Context, s *session, _ string) error {
-	sc := serveConfigOf(s.opts)
-	if sc == nil {
-		return errors.New("serve: internal error: no configuration")
-	}
-	for k := range s.opts.set {
-		if strings.HasPrefix(k, serveConfigMark) {
-			serveConfigs.Delete(k)
-		}
-	}
+	sc := s.opts.serve
 	log := slog.New(slog.NewTextHandler(s.env.stderr, nil))
 	store, err := redislease.New(s.client, redislease.WithPrefix(s.prefix))
 	if err != nil {
