@@ -63,6 +63,8 @@ var commands = []command{
 			}
 			return nil
 		}},
+	{name: "serve", summary: "serve the web console (read-only unless --actions)", help: serveHelp,
+		flags: serveFlags, check: serveCheck, run: runServe},
 }
 
 func runReplicas(ctx context.Context, s *session, _ string) error {

@@ -38,11 +38,6 @@ var serveActions = map[string]console.ActionKind{
 	"release": console.ActionForceRelease,
 }
 
-func init() {
-	commands = append(commands, command{name: "serve", summary: "serve the web console (read-only unless --actions)",
-		help: serveHelp, flags: serveFlags, check: serveCheck, run: runServe})
-}
-
 // serveConfig is serve's own flags.
 type serveConfig struct {
 	addr, actions, authFile, basePath string
