@@ -88,14 +88,14 @@ func (c *Console) serveFleet(w http.ResponseWriter, r *http.Request) {
 		p.Versions = append(p.Versions, v)
 	}
 	slices.Sort(p.Versions)
-	p.Conflicts = conflicts(c, rs)
+	p.Conflicts = c.conflicts(rs)
 	c.render(w, r, http.StatusOK, pageFleet, layout{Title: "Fleet", Nav: "fleet", Refresh: c.refreshSeconds(), Page: p, Took: took})
 }
 
 // conflicts finds, in the registry alone, the jobs whose live replicas
 // registered them differently (fingerprint or lease key), as inspect.Job's
 // Conflict says: one row per job, its registrations in replica ID order.
-func conflicts(c *Console, rs []fleet.Replica) []conflictRow {
+func (c *Console) conflicts(rs []fleet.Replica) []conflictRow {
 	rs = slices.Clone(rs)
 	slices.SortFunc(rs, func(a, b fleet.Replica) int { return strings.Compare(a.ID, b.ID) })
 	type reg struct {
