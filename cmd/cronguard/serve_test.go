@@ -5,6 +5,7 @@ import (
 	"context"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -290,4 +291,14 @@ func TestServe_ACL(t *testing.T) {
 	assert.Contains(t, f.cli(t, "jobs").stdout, "paused by alice")
 	assert.Empty(t, testutil.ACLDenials(t, f.admin, "console-ops", harmlessDenials...))
 	assert.Equal(t, exitOK, s.stop())
+}
+
+func TestServe_Exposure(t *testing.T) {
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	any := &net.TCPAddr{IP: net.IPv4zero, Port: 8080}
+	assert.Empty(t, exposure(loop, false, false), "loopback: nothing to say")
+	assert.Empty(t, exposure(loop, false, true))
+	assert.Contains(t, exposure(any, false, true), "passwords cross the network in clear")
+	assert.Empty(t, exposure(any, true, true), "TLS and sign-in")
+	assert.Contains(t, exposure(any, true, false), "without --auth-file")
 }
