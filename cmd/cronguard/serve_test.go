@@ -295,10 +295,10 @@ func TestServe_ACL(t *testing.T) {
 
 func TestServe_Exposure(t *testing.T) {
 	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	any := &net.TCPAddr{IP: net.IPv4zero, Port: 8080}
+	wild := &net.TCPAddr{IP: net.IPv4zero, Port: 8080}
 	assert.Empty(t, exposure(loop, false, false), "loopback: nothing to say")
 	assert.Empty(t, exposure(loop, false, true))
-	assert.Contains(t, exposure(any, false, true), "passwords cross the network in clear")
-	assert.Empty(t, exposure(any, true, true), "TLS and sign-in")
-	assert.Contains(t, exposure(any, true, false), "without --auth-file")
+	assert.Contains(t, exposure(wild, false, true), "passwords cross the network in clear")
+	assert.Empty(t, exposure(wild, true, true), "TLS and sign-in")
+	assert.Contains(t, exposure(wild, true, false), "without --auth-file")
 }
