@@ -22,7 +22,7 @@ if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('SET', KEYS[3], ARGV[2])
   redis.call('LPUSH', KEYS[5], ARGV[2])
-  redis.call('LTRIM', KEYS[5], 0, ARGV[3])
+  redis.call('LTRIM', KEYS[5], '0', ARGV[3])
   redis.pcall('SPUBLISH', KEYS[1], 'release')
   return {1, redis.call('LLEN', KEYS[4])}
 end
