@@ -117,6 +117,8 @@ func (r *run) status(end Event) fleet.Status {
 	st := fleet.Status{
 		Occurrence: r.info.Occurrence,
 		Owner:      r.lease.Owner,
+		Replica:    r.info.Replica,
+		Attempt:    1, // every run is its occurrence's first attempt
 		Fence:      r.lease.Fence,
 		Started:    r.lease.AcquiredAt,
 		Duration:   end.Duration,

@@ -24,7 +24,7 @@ import (
 // release --force wake the key's waiters; without them the release works
 // and waiters poll, so no command fails.
 var (
-	readCommands      = []string{"+time", "+get", "+lrange", "+zrange", "+mget"}
+	readCommands      = []string{"+time", "+get", "+lrange", "+llen", "+zrange", "+mget"}
 	opsScriptCommands = []string{"+evalsha", "+eval"}
 	opsCommands       = []string{"+set", "+del", "+rpush", "+pttl", "+pexpire", "+publish", "+subscribe"}
 	opsWakeCommands   = []string{"+spublish"}
@@ -74,7 +74,8 @@ func TestCLI_ACL(t *testing.T) {
 			return cli(t, nil, append([]string{"--redis", "redis://" + user + ":secret@" + f.redis.Addr, "--prefix", f.prefix}, args...)...)
 		}
 	}
-	reads := [][]string{{"replicas"}, {"replicas", "--json"}, {"jobs"}, {"jobs", "--json"}, {"job", "rebuild"}, {"job", "rebuild", "--json"}}
+	reads := [][]string{{"replicas"}, {"replicas", "--json"}, {"jobs"}, {"jobs", "--json"}, {"job", "rebuild"}, {"job", "rebuild", "--json"},
+		{"history", "rebuild"}, {"history", "rebuild", "--json"}}
 	// changes runs the commands that change the fleet and returns the first
 	// failure's result, or a zero result. release needs a live lease: one
 	// is taken first, as a stuck holder's.

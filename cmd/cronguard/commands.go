@@ -22,6 +22,7 @@ var commands = []command{
 	{name: "replicas", summary: "list the live replicas", help: replicasHelp, run: runReplicas},
 	{name: "jobs", summary: "list the fleet's jobs: where each runs, its last run, its next occurrence", help: jobsHelp, run: runJobs},
 	{name: "job", args: "NAME", summary: "show one job in detail", help: jobHelp, run: runJob},
+	historyCommand,
 	{name: "pause", args: "NAME", summary: "pause a job on every replica", help: pauseHelp, run: runPause,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.note, "note", "", "")
@@ -63,6 +64,8 @@ var commands = []command{
 			}
 			return nil
 		}},
+	{name: "serve", summary: "serve the web console (read-only unless --actions)", help: serveHelp,
+		flags: serveFlags, check: serveCheck, run: runServe},
 }
 
 func runReplicas(ctx context.Context, s *session, _ string) error {

@@ -10,10 +10,12 @@ Commands:
   replicas                  list the live replicas
   jobs                      list the fleet's jobs: where each runs, its last run, its next occurrence
   job NAME                  show one job in detail
+  history NAME              list a job's last runs, newest first
   pause NAME --note TEXT    pause a job on every replica (a run in progress finishes)
   resume NAME               resume a paused job (the occurrences it skipped are not run)
   trigger NAME [--wait]     run a job now, once, on one replica
   release NAME --force      force-release a job's lease (unsafe unless the job is fenced)
+  serve [--addr HOST:PORT]  serve the web console (read-only unless --auth-file and --actions)
   help [COMMAND | json]     show a command's help, or the fields of the JSON output
 
 Global flags (accepted before or after the command):
@@ -160,6 +162,11 @@ job NAME:  Job
   Run: {"occurrence", "owner", "replica", "fence", "started", "durationMs",
         "outcome" ("succeeded", "failed", "panicked", "timed_out"),
         "error", "trigger" ("" for a scheduled run)}
+
+history NAME: {"job", "total" (runs kept), "offset", "runs": [RunRecord]}
+  RunRecord: {"occurrence", "attempt" (1 for the first), "replica", "started",
+              "ended", "outcome" (as Run's, or "interrupted", "given_up"),
+              "error", "fence", "trigger" ("" for a scheduled run)}
 
 pause:     {"job", "paused": {"by", "note", "since"}}
 resume:    {"job", "wasPaused": bool, "next": time | null}

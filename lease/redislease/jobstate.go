@@ -152,6 +152,8 @@ func (r statusRecord) status() fleet.Status {
 	return fleet.Status{
 		Occurrence: time.UnixMilli(r.Occurrence),
 		Owner:      r.Owner,
+		Replica:    r.Replica,
+		Attempt:    r.Attempt,
 		Fence:      fencing.Token(r.Fence),
 		Started:    time.UnixMilli(r.StartedAt),
 		Duration:   time.Duration(r.DurationMs) * time.Millisecond,

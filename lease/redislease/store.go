@@ -84,6 +84,9 @@ type Store struct {
 	ack        replicaAck     // WithReplicaAck (wait.go); zero: off
 	notes      *notifications // the subscriptions of waiters (notify.go)
 
+	historyLimit int    // WithHistoryLimit
+	historyLast  string // historyLimit-1, the last index LTRIM keeps
+
 	preflightOnce sync.Once // preflight.go, on the first acquire
 }
 
@@ -109,6 +112,9 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 		clock:      c.clock,
 		ack:        c.ack,
 		notes:      newNotifications(client, log),
+
+		historyLimit: c.historyLimit,
+		historyLast:  strconv.Itoa(c.historyLimit - 1),
 	}, nil
 }
 
