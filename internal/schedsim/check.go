@@ -27,6 +27,7 @@ var Checks = map[string]string{
 	"replica-overlap": "a replica never executes two attempts of one job at once",
 	"guarded":         "an attempt's context is done by the time its lease stops being live in the store (unless a wipe took the lease)",
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded, and a trigger runs at most once (wipes excepted)",
+	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
 	"catch-up":        "with WithCatchUp, a run that outlived later occurrences is followed by a catch-up of the latest one while it is within the window and the job is free",
 	"trigger":         "an accepted trigger runs, unless no live replica that had the job found it free (and unpaused, the store up) before it expired",
@@ -359,10 +360,33 @@ func (c *checker) reported() {
 			if !ok || c.reportedOcc(j.Name, occ) || c.interrupted(j.Name, occ) || c.ledgerWiped(j.Name, occ) {
 				continue
 			}
-			c.fail("reported", occ, j.Name, "occurrence %s ran nowhere and nothing reported it, though %s had the job (events: %s)",
+			check := "reported"
+			if c.jumpedBefore(j.Name, occ) {
+				check = "reported-jump"
+			}
+			c.fail(check, occ, j.Name, "occurrence %s ran nowhere and nothing reported it, though %s had the job (events: %s)",
 				occ.UTC().Format("15:04:05.000"), replica, c.describe(j.Name, occ))
 		}
 	}
+}
+
+// jumpedBefore reports whether the clock of a replica that had job jumped
+// between the occurrence before occ and occ: its timer, set on the old
+// clock, then fires early or late on the new one.
+func (c *checker) jumpedBefore(job string, occ time.Time) bool {
+	j := c.specs[job]
+	from := occ.Add(-j.Gap - slack)
+	for _, r := range c.h.Regs {
+		if r.Job != job || r.Err != "" || r.From.After(occ) || (!r.To.IsZero() && r.To.Before(from)) {
+			continue
+		}
+		for _, t := range c.lives[r.Replica].Jumps {
+			if t.After(from) && !t.After(occ) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // interrupted reports whether a replica claimed occ and then crashed,
@@ -458,12 +482,31 @@ func (c *checker) catchUp() {
 		if !c.hasReg(a.Replica, a.Job, e, end) || c.pausedIn(a.Job, occ, end) || c.outageIn(e, end) || c.wipeIn(occ, end) {
 			continue
 		}
-		if c.startedFrom(a.Job, occ, e, end) || c.reportedOcc(a.Job, occ) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
+		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxRoundSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
 			continue
 		}
 		c.fail("catch-up", e, a.Job, "%s ended at %s after occurrence %s came due; it was not caught up before %s, though the job was free in between (events: %s)",
 			a, c.rel(e), occ.UTC().Format("15:04:05.000"), c.rel(end), c.describe(a.Job, occ))
 	}
+}
+
+// refusedAfter reports whether, at or after t, a replica reported that it
+// could not run occurrence occ of job: the store refused it (clock skew),
+// no slot of its limit freed up, it shut down, or the store failed.
+func (c *checker) refusedAfter(job string, occ, t time.Time) bool {
+	for _, e := range c.byOcc[job][occ.UnixMilli()] {
+		if e.At.Before(t) {
+			continue
+		}
+		switch {
+		case e.E.Kind == scheduler.EventAcquireFailed:
+			return true
+		case e.E.Kind == scheduler.EventSkipped && (e.E.Reason == scheduler.SkipClockSkew || e.E.Reason == scheduler.SkipConcurrencyLimit ||
+			e.E.Reason == scheduler.SkipShutdown || e.E.Reason == scheduler.SkipPaused):
+			return true
+		}
+	}
+	return false
 }
 
 // hasReg reports whether replica had job registered over [a, b].

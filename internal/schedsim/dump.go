@@ -85,6 +85,12 @@ func (h *History) Dump(job string, from, to time.Time) string {
 	}
 	sort.SliceStable(lines, func(a, b int) bool { return lines[a].at.Before(lines[b].at) })
 	var b strings.Builder
+	for i := range h.Jobs {
+		if j := &h.Jobs[i]; job == "" || j.Name == job {
+			fmt.Fprintf(&b, "%s: %s, ttl %s, timeout %s, catch-up %s, buffer one %t, limit %q/%d\n",
+				j.Name, j.Schedule, j.TTL, j.Timeout, j.CatchUp, j.BufferOne, j.Limit, j.LimitN)
+		}
+	}
 	for _, l := range lines {
 		b.WriteString(l.s)
 		b.WriteByte('\n')

@@ -17,6 +17,7 @@ var (
 	flagLong   = flag.Bool("sim.long", false, "run seeds until -sim.occurrences simulated occurrences, and print figures")
 	flagOccs   = flag.Int("sim.occurrences", 1_000_000, "with -sim.long: how many simulated occurrences to reach")
 	flagStrict = flag.Bool("sim.strict", false, "fail on the checks of KnownDefects too")
+	flagFull   = flag.Bool("sim.full", false, "simulate the full fleet (Config.Full; always with -sim.long)")
 	flagHours  = flag.Float64("sim.hours", 1, "simulated hours per seed")
 	flagWindow = flag.Duration("sim.window", 2*time.Minute, "with -sim.seed and -v: how much history around the first violation to print")
 )
@@ -107,7 +108,7 @@ func simulate(t *testing.T, seed int64) (*History, []Violation) {
 	var h *History
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		h, err = Run(Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour))})
+		h, err = Run(Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: *flagFull || *flagLong})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -105,13 +105,17 @@ func (j *JobSpec) next(t time.Time) time.Time {
 	return n
 }
 
-// genJob draws job i of a simulation starting at start.
-func genJob(rng *rand.Rand, i int, start time.Time) JobSpec {
+// genJob draws job i of a simulation starting at start; full allows
+// schedules as frequent as every 5 seconds, else every 15.
+func genJob(rng *rand.Rand, i int, start time.Time, full bool) JobSpec {
 	j := JobSpec{Name: fmt.Sprintf("job%d", i)}
 	switch k := rng.IntN(20); {
 	case k < 12:
-		gaps := []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second,
-			30 * time.Second, time.Minute, 2 * time.Minute}
+		gaps := []time.Duration{15 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+		if full {
+			gaps = []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second,
+				30 * time.Second, time.Minute, 2 * time.Minute}
+		}
 		j.every = gaps[rng.IntN(len(gaps))]
 		j.Gap = j.every
 		j.Schedule = "every " + j.every.String()
@@ -122,6 +126,9 @@ func genJob(rng *rand.Rand, i int, start time.Time) JobSpec {
 			gap  time.Duration
 		}{{"*/10 * * * * *", 10 * time.Second}, {"*/30 * * * * *", 30 * time.Second},
 			{"* * * * *", time.Minute}, {"*/2 * * * *", 2 * time.Minute}, {"*/5 * * * *", 5 * time.Minute}}
+		if !full {
+			crons = crons[1:]
+		}
 		c := crons[rng.IntN(len(crons))]
 		j.cron, j.Gap = c.expr, c.gap
 		j.Schedule = "cron " + c.expr
