@@ -34,11 +34,6 @@ type History struct {
 // Interval is a span of time; a zero To means it lasted to the end.
 type Interval struct{ From, To time.Time }
 
-// covers reports whether t lies in [From, To).
-func (iv Interval) covers(t time.Time) bool {
-	return !t.Before(iv.From) && (iv.To.IsZero() || t.Before(iv.To))
-}
-
 // overlaps reports whether iv and [a, b) share an instant.
 func (iv Interval) overlaps(a, b time.Time) bool {
 	return iv.From.Before(b) && (iv.To.IsZero() || a.Before(iv.To))

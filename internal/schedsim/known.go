@@ -14,7 +14,7 @@ var KnownDefects = map[string]string{
 	"replica-overlap": "Remove then Register of the same name forgets the run still executing: the new registration starts " +
 		"a run of the job beside it on the same replica",
 	"pause-trigger": "a trigger queued before a pause runs during the pause",
-	"register": "Remove keeps the job's concurrency limit: registering it again with another n fails",
+	"register":      "Remove keeps the job's concurrency limit: registering it again with another n fails",
 	"write": "a triggered run's occurrence is its start time, so a later claim of an earlier scheduled occurrence " +
 		"(a late replica, a catch-up) is refused by fencing.AdvanceOnce as a duplicate (DESIGN 16: runs' occurrences must not go back)",
 	"reported-jump": "a clock stepped back makes a replica's timer fire just before the occurrence; the firing maps to the " +
