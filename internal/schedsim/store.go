@@ -367,6 +367,15 @@ func (v *view) LastStatus(ctx context.Context, key string) (fleet.Status, bool, 
 	return st.LastStatus(ctx, key)
 }
 
+// History implements fleet.Store.
+func (v *view) History(ctx context.Context, key string, offset, limit int) ([]fleet.RunRecord, int, error) {
+	st, err := v.store()
+	if err != nil {
+		return nil, 0, err
+	}
+	return st.History(ctx, key, offset, limit)
+}
+
 // SetPause implements fleet.Store.
 func (v *view) SetPause(ctx context.Context, key string, p fleet.Pause) error {
 	st, err := v.store()
