@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +13,6 @@ import (
 
 	"github.com/redis/rueidis"
 )
-
-// installRedisCLIHint is printed when redis-cli cannot be found.
-const installRedisCLIHint = "redis-cli not found in PATH: install it (Debian/Ubuntu: sudo apt-get install -y redis-tools; macOS: brew install redis) or run ./scripts/test, which installs it"
 
 // ClusterNodeTimeout is the cluster-node-timeout of the nodes StartCluster
 // starts, in milliseconds.
@@ -49,20 +47,20 @@ func StartCluster(t testing.TB, primaries int) *Cluster {
 	if primaries < 3 {
 		t.Fatalf("testutil: StartCluster: a cluster needs at least 3 primaries, got %d", primaries)
 	}
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatal(installRedisCLIHint)
-	}
+	cli := cliBinary(t)
 	c := &Cluster{}
 	for range primaries {
-		busPort, err := FreePort()
+		// The client port and the cluster-bus port must differ: two
+		// calls of FreePort can return the same port.
+		ports, err := freePorts(2)
 		if err != nil {
 			t.Fatalf("testutil: free port: %v", err)
 		}
-		n := StartRedis(t,
+		n := startRedisOn(t, ports[0],
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.Itoa(ClusterNodeTimeout),
-			"--cluster-port", strconv.Itoa(busPort),
+			"--cluster-port", strconv.Itoa(ports[1]),
 		)
 		c.Nodes = append(c.Nodes, n)
 		c.Addrs = append(c.Addrs, n.Addr)
@@ -72,9 +70,9 @@ func StartCluster(t testing.TB, primaries int) *Cluster {
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("testutil: redis-cli --cluster create %s: %v\n%s", strings.Join(c.Addrs, " "), err, tail(string(out), 2000))
+		t.Fatalf("testutil: %s --cluster create %s: %v\n%s", filepath.Base(cli), strings.Join(c.Addrs, " "), err, tail(string(out), 2000))
 	}
 	if err := c.waitReady(ctx); err != nil {
 		t.Fatalf("testutil: cluster %s did not become ready: %v", strings.Join(c.Addrs, " "), err)
@@ -214,21 +212,27 @@ func (c *Cluster) slotRanges(ctx context.Context, addr string) ([][2]int, error)
 	return nil, fmt.Errorf("testutil: %s: no myself line in CLUSTER NODES:\n%s", addr, out)
 }
 
-// redisCLI runs one command through redis-cli against addr and returns its
-// raw output. A Redis error reply is returned as an error.
+// redisCLI runs one command through the command-line client ServerEnv
+// chooses (redis-cli by default) against addr and returns its raw output.
+// A Redis error reply is returned as an error.
 func redisCLI(ctx context.Context, addr string, args ...string) (string, error) {
+	srv, err := chosenServer()
+	if err != nil {
+		return "", err
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err
 	}
 	full := append([]string{"-h", host, "-p", port}, args...)
-	out, err := exec.CommandContext(ctx, "redis-cli", full...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, srv.cli, full...).CombinedOutput()
 	s := string(out)
+	name := filepath.Base(srv.cli)
 	if err != nil {
-		return s, fmt.Errorf("redis-cli %s: %w: %s", strings.Join(full, " "), err, s)
+		return s, fmt.Errorf("%s %s: %w: %s", name, strings.Join(full, " "), err, s)
 	}
 	if strings.HasPrefix(s, "ERR") || strings.HasPrefix(s, "(error)") {
-		return s, fmt.Errorf("redis-cli %s: %s", strings.Join(full, " "), strings.TrimSpace(s))
+		return s, fmt.Errorf("%s %s: %s", name, strings.Join(full, " "), strings.TrimSpace(s))
 	}
 	return s, nil
 }

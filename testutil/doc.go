@@ -13,6 +13,10 @@
 //     primary with a replica and three sentinels, and a TLS-only
 //     redis-server, for the topology tests of lease/redislease.
 //
+// The server: redis-server and redis-cli by default; with
+// CRONGUARD_TEST_SERVER=valkey (ServerEnv) every helper starts valkey-server
+// and uses valkey-cli instead, and a path names another build to run.
+//
 // Faults: NewProxy puts a TCP proxy in front of any address. Cut closes
 // connections and refuses new ones, Blackhole silently drops every byte,
 // SetLatency delays every chunk, and Restore undoes all three.

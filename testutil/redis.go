@@ -18,9 +18,6 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// installRedisHint is printed when redis-server cannot be found.
-const installRedisHint = "redis-server not found in PATH: install it (Debian/Ubuntu: sudo apt-get install -y redis-server; macOS: brew install redis) or run ./scripts/test, which installs it"
-
 // Redis is a redis-server process started for a test.
 type Redis struct {
 	// Addr is host:port on loopback.
@@ -29,6 +26,7 @@ type Redis struct {
 	Dir string
 
 	t    testing.TB
+	bin  string // the server binary ServerEnv chose
 	args []string
 
 	mu  sync.Mutex
@@ -39,16 +37,23 @@ type Redis struct {
 // directory and stops it when the test ends. Extra args are passed to
 // redis-server as configuration (for example "--appendonly", "yes"). The
 // test fails at once, saying how to install it, if redis-server is missing.
+//
+// ServerEnv chooses another server: CRONGUARD_TEST_SERVER=valkey starts
+// valkey-server with the same arguments.
 func StartRedis(t testing.TB, args ...string) *Redis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal(installRedisHint)
-	}
-	r := &Redis{t: t, Dir: t.TempDir(), args: args}
 	port, err := FreePort()
 	if err != nil {
 		t.Fatalf("testutil: free port: %v", err)
 	}
+	return startRedisOn(t, port, args...)
+}
+
+// startRedisOn is StartRedis on a port the caller chose.
+func startRedisOn(t testing.TB, port int, args ...string) *Redis {
+	t.Helper()
+	bin := serverBinary(t)
+	r := &Redis{t: t, Dir: t.TempDir(), bin: bin, args: args}
 	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err := r.start(); err != nil {
 		t.Fatal(err)
@@ -68,10 +73,10 @@ func (r *Redis) start() error {
 		"--protected-mode", "no",
 		"--logfile", filepath.Join(r.Dir, "redis.log"),
 	}, r.args...)
-	cmd := exec.Command("redis-server", args...)
+	cmd := exec.Command(r.bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("testutil: start redis-server: %w", err)
+		return fmt.Errorf("testutil: start %s: %w", r.bin, err)
 	}
 	r.mu.Lock()
 	r.cmd = cmd
@@ -80,7 +85,7 @@ func (r *Redis) start() error {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		log, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
-		return fmt.Errorf("testutil: redis-server on %s did not answer: %w\n%s", r.Addr, err, tail(string(log), 2000))
+		return fmt.Errorf("testutil: %s on %s did not answer: %w\n%s", filepath.Base(r.bin), r.Addr, err, tail(string(log), 2000))
 	}
 	// Another server may have taken the port between FreePort and bind.
 	if pid, err := redisServerPID(r.Addr); err != nil || pid != cmd.Process.Pid {
@@ -89,7 +94,7 @@ func (r *Redis) start() error {
 		r.mu.Lock()
 		r.cmd = nil
 		r.mu.Unlock()
-		return fmt.Errorf("testutil: %s is answered by another process (pid %d, %v), not the redis-server started (pid %d)", r.Addr, pid, err, cmd.Process.Pid)
+		return fmt.Errorf("testutil: %s is answered by another process (pid %d, %v), not the %s started (pid %d)", r.Addr, pid, err, filepath.Base(r.bin), cmd.Process.Pid)
 	}
 	return nil
 }
@@ -155,6 +160,23 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
+// moment ago. Two calls of FreePort can return the same port (the kernel
+// may hand a just-closed port out again); freePorts holds every port open
+// until it has all n.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // waitRedis polls addr with PING until it answers PONG or timeout passes.

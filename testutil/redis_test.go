@@ -85,7 +85,7 @@ func TestRedis_Restart_ResumesPausedServer(t *testing.T) {
 
 func TestRedis_Start_PortTakenByAnotherServerFails(t *testing.T) {
 	other := StartRedis(t)
-	r := &Redis{t: t, Dir: t.TempDir(), Addr: other.Addr}
+	r := &Redis{t: t, Dir: t.TempDir(), Addr: other.Addr, bin: serverBinary(t)}
 	t.Cleanup(r.Stop)
 
 	err := r.start()

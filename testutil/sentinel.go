@@ -55,9 +55,7 @@ type Sentinel struct {
 // when the test ends.
 func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatal(installRedisCLIHint)
-	}
+	cliBinary(t)
 	s := &Sentinel{MasterName: SentinelMasterName}
 	// No diskless-sync delay: a full sync starts at once instead of after
 	// the default 5s wait for more replicas (both servers become primaries).
@@ -111,19 +109,18 @@ func startSentinelProcess(t testing.TB, primary string) string {
 	return addr
 }
 
-// startServer starts redis-server with args in dir, waits until ready
+// startServer starts the server binary ServerEnv chooses (redis-server by
+// default) with args in dir, waits until ready
 // returns nil (at most 10s), and kills the process when the test ends. The
 // test fails with the tail of dir/logName if the server never gets ready.
 func startServer(t testing.TB, dir, logName string, args []string, ready func() error) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal(installRedisHint)
-	}
-	cmd := exec.Command("redis-server", args...)
+	bin := serverBinary(t)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("testutil: start redis-server: %v", err)
+		t.Fatalf("testutil: start %s: %v", bin, err)
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
@@ -135,7 +132,7 @@ func startServer(t testing.TB, dir, logName string, args []string, ready func() 
 	if err := poll(ctx, ready); err != nil {
 		stop()
 		log, _ := os.ReadFile(filepath.Join(dir, logName))
-		t.Fatalf("testutil: redis-server %s did not get ready: %v\n%s", strings.Join(args, " "), err, tail(string(log), 2000))
+		t.Fatalf("testutil: %s %s did not get ready: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail(string(log), 2000))
 	}
 	t.Cleanup(stop)
 }

@@ -33,6 +33,11 @@
 //	               in the Prometheus format at http://ADDR/metrics, e.g.
 //	               -metrics :9464; the address is printed
 //	-v             debug logs (skips, heartbeat renewals)
+//
+// The first go run on an empty module cache downloads 35 modules (60 MB of
+// zips) and compiles them, the SQLite driver taking about half the time:
+// about a minute and a half on two cores with an empty build cache. Later
+// runs start in about a second.
 package main
 
 import (
