@@ -120,7 +120,8 @@ func TestScheduler_Shutdown_NamesAcquiringAndRunningJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
 		mem := newMemoryStore(t, nil)
-		store := &gatedStore{Store: mem, key: "job:slowacquire", gate: gate}
+		entered := make(chan struct{}, 1)
+		store := &gatedStore{Store: mem, key: "job:slowacquire", gate: gate, entered: entered}
 		unblock := make(chan struct{})
 		started := make(chan struct{})
 		s := newScheduler(t, store)
@@ -133,6 +134,7 @@ func TestScheduler_Shutdown_NamesAcquiringAndRunningJobs(t *testing.T) {
 		require.NoError(t, s.Register("slowacquire", Every(time.Second), func(context.Context) error { return nil }))
 		require.NoError(t, s.Start())
 		<-started
+		<-entered // both are under way: one runs, one waits in its acquire
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		err := s.Shutdown(ctx)
 		cancel()
@@ -146,15 +148,23 @@ func TestScheduler_Shutdown_NamesAcquiringAndRunningJobs(t *testing.T) {
 }
 
 // gatedStore holds every Acquire of key until gate is closed (or the
-// acquire's context ends).
+// acquire's context ends); entered, if not nil, is sent to (without
+// blocking) as each such Acquire starts waiting.
 type gatedStore struct {
 	lease.Store
-	key  string
-	gate chan struct{}
+	key     string
+	gate    chan struct{}
+	entered chan struct{}
 }
 
 func (g *gatedStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
 	if key == g.key {
+		if g.entered != nil {
+			select {
+			case g.entered <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
