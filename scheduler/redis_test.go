@@ -157,7 +157,7 @@ func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 	for _, s := range replicas {
 		require.NoError(t, s.Start())
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
 	// Once all three replicas are done with an occurrence (one released
