@@ -36,6 +36,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Trigger/Expires", testTriggerExpires},
 		{"Trigger/QueueOutlivesAShortTrigger", testTriggerQueueOutlivesAShortTrigger},
 		{"Trigger/Validation", testTriggerValidation},
+		{"Trigger/OccurrenceFollowsEveryClaim", testTriggerOccurrenceFollowsEveryClaim},
+		{"Trigger/WaitsWhilePaused", testTriggerWaitsWhilePaused},
 		{"Status/RecordedByTheHolder", testStatus},
 		{"Status/NotByALostLease", testStatusLost},
 		{"Registry/PublishRefreshDrop", testRegistry},
