@@ -78,9 +78,10 @@ func (s *Scheduler) acquire(j *job, f firing) (*lease.Lease, error) {
 	)
 	opts := []lease.AcquireOption{lease.WithOwner(j.owner), lease.WithRoundTime(f.occ, f.maxSkew), lease.WithPauseCheck()}
 	if f.trigger {
-		// A run now: under the job's lease, claiming no round; the store
-		// consumes the trigger with the acquire.
-		opts = []lease.AcquireOption{lease.WithOwner(j.owner), lease.WithTrigger()}
+		// A run now, under the job's lease: the store consumes the
+		// trigger with the acquire and chooses the run's round, after
+		// every round claimed before it; a pause keeps the trigger queued.
+		opts = []lease.AcquireOption{lease.WithOwner(j.owner), lease.WithTrigger(), lease.WithPauseCheck()}
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(j.ttl, MaxCleanup))

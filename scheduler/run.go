@@ -26,8 +26,10 @@ type Run struct {
 	// had not run (WithCatchUp), rather than the occurrence's own firing.
 	CatchUp bool
 	// Trigger is the ID of the trigger the run was started for (a run now,
-	// package fleet), or "" for a scheduled run. A triggered run claims no
-	// round; its Occurrence is when it started, in the store's time.
+	// package fleet), or "" for a scheduled run. A triggered run's
+	// Occurrence is the round the store claimed for it: when it started,
+	// in the store's time, or just after the occurrence claimed before it
+	// if that is later (a replica whose clock runs fast claimed it).
 	Trigger string
 }
 
@@ -164,7 +166,7 @@ func (s *Scheduler) settle(j *job, f firing, l *lease.Lease, err error) {
 		return
 	}
 	if f.trigger {
-		occ = l.AcquiredAt.In(s.cfg.location) // a run now: its occurrence is when it started
+		occ = time.UnixMilli(l.Round).In(s.cfg.location) // a run now: the round the store chose
 	}
 	s.reportMissed(j, l, occ)
 

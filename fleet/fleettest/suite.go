@@ -38,6 +38,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Trigger/Validation", testTriggerValidation},
 		{"Trigger/OccurrenceFollowsEveryClaim", testTriggerOccurrenceFollowsEveryClaim},
 		{"Trigger/WaitsWhilePaused", testTriggerWaitsWhilePaused},
+		{"Trigger/LiveBehindManyExpired", testTriggerLiveBehindManyExpired},
 		{"Status/RecordedByTheHolder", testStatus},
 		{"Status/NotByALostLease", testStatusLost},
 		{"Registry/PublishRefreshDrop", testRegistry},

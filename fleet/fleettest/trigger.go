@@ -31,7 +31,7 @@ func testTrigger(t *testing.T, env Env) {
 	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
 	require.NoError(t, err)
 	assert.Equal(t, a.ID, l.Trigger, "the oldest trigger first")
-	assert.Zero(t, l.Round, "a trigger claims no round")
+	assert.Equal(t, l.AcquiredAt.UnixMilli(), l.Round, "a trigger claims the round of its run's occurrence: server time")
 	n, err = env.Store.PendingTriggers(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "consumed with the acquire")
@@ -63,9 +63,12 @@ func testTriggerLocked(t *testing.T, env Env) {
 	require.NoError(t, err)
 	assert.Greater(t, l.Fence, holder.Fence, "fences keep growing across trigger acquires")
 	require.NoError(t, l.Release(ctx))
-	next, err := env.Store.Acquire(ctx, key, ttl, lease.WithRound(11))
-	require.NoError(t, err, "the trigger took no round")
-	assert.Equal(t, int64(10), next.PrevRound)
+	assert.Equal(t, int64(10), l.PrevRound, "the trigger's run follows the holder's round")
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithRound(11))
+	require.ErrorIs(t, err, lease.ErrRoundClaimed, "the trigger claimed a round after 10")
+	next, err := env.Store.Acquire(ctx, key, ttl, lease.WithRound(l.Round+1))
+	require.NoError(t, err)
+	assert.Equal(t, l.Round, next.PrevRound)
 	require.NoError(t, next.Release(ctx))
 }
 
@@ -176,5 +179,23 @@ func testTriggerWaitsWhilePaused(t *testing.T, env Env) {
 	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger(), lease.WithPauseCheck())
 	require.NoError(t, err)
 	assert.Equal(t, tr.ID, l.Trigger)
+	require.NoError(t, l.Release(ctx))
+}
+
+// testTriggerLiveBehindManyExpired: a live trigger queued behind more
+// expired ones than one call of the store drops is still found.
+func testTriggerLiveBehindManyExpired(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:many-expired"
+	for range 1100 {
+		_, err := env.Store.AddTrigger(ctx, key, "ops", 50*time.Millisecond)
+		require.NoError(t, err)
+	}
+	live, err := env.Store.AddTrigger(ctx, key, "ops", time.Hour)
+	require.NoError(t, err)
+	env.Wait(200 * time.Millisecond)
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+	require.NoError(t, err, "the live trigger waits behind 1100 expired ones")
+	assert.Equal(t, live.ID, l.Trigger)
 	require.NoError(t, l.Release(ctx))
 }
