@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 // Tests where a job's features meet: triggers, catch-up, pause, overlap,
@@ -101,24 +102,24 @@ func TestScheduler_Trigger_DoesNotCancelACatchUp(t *testing.T) {
 		job := func(ctx context.Context) error {
 			rs.record(ctx)
 			if n.Add(1) == 1 {
-				time.Sleep(90 * time.Second) // 00:01:00 to 00:02:30: the 00:02 firing finds it running
+				time.Sleep(90 * time.Second) // 00:00:00 to 00:01:30: the 00:01 firing finds it running
 			}
 			return nil
 		}
 		s := newScheduler(t, store)
 		require.NoError(t, s.Register("report", Every(time.Minute), job, WithCatchUp(time.Hour), WithTTL(10*time.Second)))
-		require.NoError(t, s.Start())
 		start := time.Now()
-		time.Sleep(90 * time.Second) // 00:01:30, the first run going
+		require.NoError(t, s.Start())
+		time.Sleep(45 * time.Second) // the first run going
 		_, err := store.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
 		require.NoError(t, err)
-		time.Sleep(80 * time.Second) // 00:02:50
+		time.Sleep(60 * time.Second) // 00:01:45
 		shutdown(t, s)
 
 		runs := rs.all()
 		require.GreaterOrEqual(t, len(runs), 3, "the first run, the catch-up and the trigger")
-		assert.Equal(t, start.Add(time.Minute), runs[0].occurrence)
-		assert.Equal(t, start.Add(2*time.Minute), runs[1].occurrence, "the occurrence the first run outlived is caught up")
+		assert.Equal(t, start.UnixMilli(), runs[0].occurrence.UnixMilli())
+		assert.Equal(t, start.Add(time.Minute).UnixMilli(), runs[1].occurrence.UnixMilli(), "the occurrence the first run outlived is caught up")
 		assert.True(t, runs[1].catchUp)
 		assert.True(t, runs[2].trigger, "the trigger runs after the catch-up")
 		assert.True(t, runs[2].occurrence.After(runs[1].occurrence))
@@ -288,5 +289,34 @@ func TestScheduler_Trigger_LateScheduledClaimAfterATriggerIsRefused(t *testing.T
 		}
 		assert.True(t, slices.ContainsFunc(ev.of(EventSkipped), func(e Event) bool { return e.Reason == SkipClaimed }),
 			"the late claim is refused")
+	})
+}
+
+// A run whose job lease is lost while it waits for a slot of its
+// concurrency limit is reported as a lost lease, not as a skip for want of
+// a slot.
+func TestScheduler_ConcurrencyLimit_LeaseLostWhileWaitingIsNoLimitSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		sem, err := lease.NewSemaphore(store, "job:db", 1)
+		require.NoError(t, err)
+		slot, err := sem.TryAcquire(t.Context(), time.Hour) // the one slot, held elsewhere
+		require.NoError(t, err)
+		var ev events
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		require.NoError(t, s.Register("report", Every(time.Minute), nop, WithConcurrencyLimit("db", 1), WithTTL(3*time.Second)))
+		time.Sleep(30 * time.Second)
+		require.NoError(t, s.Start())
+		time.Sleep(31 * time.Second) // the 00:01 occurrence won, waiting for the slot
+		_, err = store.ForceRelease(t.Context(), "job:report")
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second) // the heartbeat finds the lease gone
+		shutdown(t, s)
+		require.NoError(t, slot.Release(t.Context()))
+
+		require.NotEmpty(t, ev.of(EventLeaseLost), "the loss is reported")
+		for _, e := range ev.of(EventSkipped) {
+			assert.NotEqual(t, SkipConcurrencyLimit, e.Reason, "no slot was missing: the lease was lost")
+		}
 	})
 }

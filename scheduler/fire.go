@@ -20,19 +20,20 @@ import (
 //     (gocron hands every firing through its single scheduler goroutine
 //     several times, which at that rate made firings late by more than an
 //     interval and lost them).
-//  2. The group's task maps the firing to its occurrence once, and hands
-//     each member job to the acquire queue. It never waits on the store.
-//  3. A fixed pool of acquire workers (WithAcquireConcurrency) takes jobs
-//     from the queue and runs the guarded acquire; a won run executes in its
-//     own goroutine, as before.
+//  2. The group's task maps the firing to its occurrence once, and delivers
+//     it to each member job's owner (job.go), which decides. It never waits
+//     on the store.
+//  3. A fixed pool of claim workers (WithAcquireConcurrency) takes the
+//     claims the owners queue and asks the store (claim.go); a won
+//     occurrence runs in its own goroutine (run.go).
 //
-// A job has at most one acquire queued or in flight on a replica. A firing
-// that finds its job's previous acquire still pending is kept as the job's
-// next occurrence and acquired right after, in order (a round is claimed
-// only if newer than the last, so an out-of-order acquire would be a miss);
-// only when a third firing arrives before that is the middle one skipped
+// A job has at most one claim queued, in flight or waiting on a replica. A
+// firing that finds its job's previous claim still pending waits as the
+// job's next and is claimed right after, in order (a round is claimed only
+// if newer than the last, so an out-of-order claim would be a miss); only
+// when a third firing arrives before that is the middle one skipped
 // (SkipOverrun). So the queue never holds more entries than jobs, and a
-// store that stalls on one job delays no other job's acquire beyond taking
+// store that stalls on one job delays no other job's claim beyond taking
 // one worker.
 
 // group is the jobs that share one schedule, fired by one gocron job.
@@ -65,64 +66,56 @@ func (g *group) members() []*job {
 	return g.jobs
 }
 
-// acquireTask is a queue entry: acquire the lease of job for firing.
-type acquireTask struct {
-	job *job
-	f   firing
-}
-
-// fireGroup is the gocron task of group g.
+// fireGroup is the gocron task of group g: it maps the firing to its
+// occurrence and delivers it to every member.
 func (s *Scheduler) fireGroup(g *group) {
 	occ, maxSkew := g.plan.occurrence(s.cfg.clock.Now())
 	f := firing{occ: occ.In(s.cfg.location), maxSkew: maxSkew}
 	for _, j := range g.members() {
-		s.dispatch(j, f)
+		j.deliver(input{kind: inFiring, f: f})
 	}
 }
 
-// dispatch hands one firing of j to the acquire queue, or keeps it as j's
-// next firing while an earlier one is pending.
-func (s *Scheduler) dispatch(j *job, f firing) {
-	res, superseded, ok := j.pipe.offer(f)
-	switch res {
-	case offerQueue:
-		s.enqueue(j, f)
-	case offerWait:
-		if ok {
-			s.skip(j, superseded.occ, SkipOverrun, nil)
+// do carries out one thing a job's transition decided.
+func (s *Scheduler) do(j *job, a act) {
+	switch a.kind {
+	case actClaim:
+		if !s.queue.push(claimTask{job: j, f: a.f}) {
+			j.deliver(input{kind: inClaimed, f: a.f, err: errClaimStopped})
 		}
-	case offerDuplicate:
-		s.debug(j, f.occ, "duplicate firing of an occurrence already handled here: dropped")
-	case offerLate:
-		s.debug(j, f.occ, "catch-up dropped: a newer occurrence of the job is being acquired")
-	case offerDeferred:
-		s.debug(j, f.occ, "trigger deferred: the job is being acquired")
+	case actWait:
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			l, err := s.waitTurn(a.ctx, j, a.f)
+			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
+		}()
+	case actSkip:
+		s.skip(j, a.f.occ, a.reason, a.err)
+	case actNote:
+		s.debug(j, a.f.occ, a.msg)
+	case actFail:
+		s.log.Error("job lease acquire failed; occurrence not run here",
+			slog.String("job", j.name), slog.Time("occurrence", a.f.occ), slog.Any("error", a.err))
+		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: a.f.occ, Err: a.err})
+	case actStart:
+		go s.execute(a.run)
+	case actGiveBack:
+		s.giveBack(j, a.f, a.lease, a.reason)
+	case actHandOn:
+		s.handOnTrigger(j)
+	case actForget:
+		s.forget(j)
 	}
 }
 
-// dispatchTrigger hands a trigger of j to the acquire queue: a run now, if
-// this replica wins the job's lease and the trigger (package fleet).
-func (s *Scheduler) dispatchTrigger(j *job) {
-	if s.base.Err() != nil || j.removed.Load() {
-		return
-	}
-	s.dispatch(j, firing{occ: s.cfg.clock.Now().In(s.cfg.location), trigger: true})
+// claimTask is a queue entry: claim firing f of job.
+type claimTask struct {
+	job *job
+	f   firing
 }
 
-// enqueue hands the busy firing f of j to the acquire workers. Once the
-// queue is closed (Shutdown), f and any firing waiting behind it are
-// skipped instead, and j goes idle.
-func (s *Scheduler) enqueue(j *job, f firing) {
-	for !s.queue.push(acquireTask{job: j, f: f}) {
-		s.skip(j, f.occ, SkipShutdown, nil)
-		var ok bool
-		if f, ok = j.pipe.done(); !ok {
-			return
-		}
-	}
-}
-
-// worker runs acquires from the queue until the queue is closed and empty.
+// worker runs claims from the queue until the queue is closed and empty.
 func (s *Scheduler) worker() {
 	defer s.workers.Done()
 	for {
@@ -130,16 +123,12 @@ func (s *Scheduler) worker() {
 		if !ok {
 			return
 		}
-		if s.attempt(t.job, t.f) {
-			continue // it waits for the job's running occurrence, and then hands on (bufferOne)
-		}
-		if next, ok := t.job.pipe.done(); ok {
-			s.enqueue(t.job, next)
-		}
+		l, err := s.claim(t.job, t.f)
+		t.job.deliver(input{kind: inClaimed, f: t.f, lease: l, err: err})
 	}
 }
 
-// startWorkersLocked starts acquire workers up to min(jobs, concurrency).
+// startWorkersLocked starts claim workers up to min(jobs, concurrency).
 // s.mu must be held.
 func (s *Scheduler) startWorkersLocked() {
 	for s.nworkers < min(len(s.order), s.cfg.acquireConcurrency) {
@@ -149,24 +138,24 @@ func (s *Scheduler) startWorkersLocked() {
 	}
 }
 
-// acquireQueue is an unbounded FIFO of acquire tasks; it never holds more
-// than one entry per job.
-type acquireQueue struct {
+// claimQueue is an unbounded FIFO of claims; it never holds more than one
+// entry per job.
+type claimQueue struct {
 	mu     sync.Mutex
 	cond   sync.Cond
-	items  []acquireTask
+	items  []claimTask
 	head   int
 	closed bool
 }
 
-func newAcquireQueue() *acquireQueue {
-	q := &acquireQueue{}
+func newClaimQueue() *claimQueue {
+	q := &claimQueue{}
 	q.cond.L = &q.mu
 	return q
 }
 
 // push appends t; it reports false if the queue is closed.
-func (q *acquireQueue) push(t acquireTask) bool {
+func (q *claimQueue) push(t claimTask) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -180,17 +169,17 @@ func (q *acquireQueue) push(t acquireTask) bool {
 
 // pop removes the oldest task, waiting for one; ok is false once the queue
 // is closed and empty.
-func (q *acquireQueue) pop() (t acquireTask, ok bool) {
+func (q *claimQueue) pop() (t claimTask, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.head == len(q.items) && !q.closed {
 		q.cond.Wait()
 	}
 	if q.head == len(q.items) {
-		return acquireTask{}, false
+		return claimTask{}, false
 	}
 	t = q.items[q.head]
-	q.items[q.head] = acquireTask{}
+	q.items[q.head] = claimTask{}
 	q.head++
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0
@@ -198,8 +187,9 @@ func (q *acquireQueue) pop() (t acquireTask, ok bool) {
 	return t, true
 }
 
-// close makes push fail and wakes the workers; they drain what is queued.
-func (q *acquireQueue) close() {
+// close makes push fail and wakes the workers; they drain what is queued
+// (each claim answers ErrShutdown without asking the store).
+func (q *claimQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
