@@ -119,14 +119,14 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 			return nil, err
 		}
 		wait := min(b.NextBackOff(), left)
-		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Int("attempt", attempt),
+		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Int("try", attempt),
 			slog.Duration("retry_in", wait), slog.Any("error", err)}
 		if attempt == 1 {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
 		} else {
 			s.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease acquire failed again; retrying", attrs...)
 		}
-		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: f.occ, Attempt: attempt, Err: err})
+		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: f.occ, Try: attempt, Err: err})
 		timer := s.cfg.clock.NewTimer(wait)
 		select {
 		case <-timer.Chan():

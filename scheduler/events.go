@@ -16,8 +16,8 @@ const (
 	// EventSkipped: this replica did not run the occurrence; Reason says why.
 	EventSkipped EventKind = iota + 1
 	// EventAcquireRetrying: an acquire failed with a transient error (Err;
-	// the store unavailable or timed out); it is tried again (Attempt is the
-	// attempt that failed) while the occurrence is current.
+	// the store unavailable or timed out); it is tried again (Try is the
+	// try that failed) while the occurrence is current.
 	EventAcquireRetrying
 	// EventAcquireFailed: the store could not be asked (unavailable,
 	// timeout, ...) before the occurrence stopped being current; Err says
@@ -67,15 +67,16 @@ const (
 	numEventKinds // one past the last kind
 )
 
-// String returns the kind's name ("skipped", "started", ...).
+// String returns the kind's name in snake case ("skipped", "started",
+// "timed_out", ...), as logs, metrics and JSON spell it.
 func (k EventKind) String() string {
 	switch k {
 	case EventSkipped:
 		return "skipped"
 	case EventAcquireRetrying:
-		return "acquire retrying"
+		return "acquire_retrying"
 	case EventAcquireFailed:
-		return "acquire failed"
+		return "acquire_failed"
 	case EventMissed:
 		return "missed"
 	case EventStarted:
@@ -89,11 +90,11 @@ func (k EventKind) String() string {
 	case EventPanicked:
 		return "panicked"
 	case EventTimedOut:
-		return "timed out"
+		return "timed_out"
 	case EventCancelled:
 		return "cancelled"
 	case EventLeaseLost:
-		return "lease lost"
+		return "lease_lost"
 	case EventReleased:
 		return "released"
 	case EventConflict:
@@ -142,7 +143,8 @@ const (
 	numSkipReasons // one past the last reason
 )
 
-// String returns the reason's name ("locked", "claimed", ...).
+// String returns the reason's name in snake case ("locked", "claimed",
+// "running_here", ...), as logs, metrics and JSON spell it.
 func (r SkipReason) String() string {
 	switch r {
 	case SkipLocked:
@@ -150,17 +152,17 @@ func (r SkipReason) String() string {
 	case SkipClaimed:
 		return "claimed"
 	case SkipClockSkew:
-		return "clock skew"
+		return "clock_skew"
 	case SkipShutdown:
 		return "shutdown"
 	case SkipOverrun:
 		return "overrun"
 	case SkipRunning:
-		return "running here"
+		return "running_here"
 	case SkipPaused:
 		return "paused"
 	case SkipConcurrencyLimit:
-		return "concurrency limit"
+		return "concurrency_limit"
 	default:
 		return "none"
 	}
@@ -180,7 +182,7 @@ type Event struct {
 	Duration     time.Duration  // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
 	Remaining    time.Duration  // for lease lost: how long the lease had left to its local deadline
 	Latency      time.Duration  // for renewed: how long the renewal took
-	Attempt      int            // for acquire retrying: the attempt that failed (1 for the first)
+	Try          int            // for acquire retrying: the try of the claim that failed (1 for the first)
 	Missed       Missed         // for missed: the occurrences that ran nowhere
 	Trigger      string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
 	Conflict     fleet.Conflict // for conflict: the two registrations

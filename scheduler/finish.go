@@ -238,15 +238,15 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 	var nh *lease.NotHeldError
 	switch {
 	case err == nil:
-		r.log.Debug("job lease released", slog.Int("attempts", attempts))
+		r.log.Debug("job lease released", slog.Int("tries", attempts))
 		return true, triggers
 	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
-		r.log.Debug("job lease released by an earlier attempt whose reply was lost", slog.Int("attempts", attempts))
+		r.log.Debug("job lease released by an earlier try whose reply was lost", slog.Int("tries", attempts))
 		return true, triggers
 	case errors.Is(err, lease.ErrNotHeld):
 		r.log.Debug("job lease was no longer held at release", slog.Any("error", err))
 	default:
-		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("attempts", attempts))
+		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("tries", attempts))
 	}
 	return false, triggers
 }

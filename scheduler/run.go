@@ -158,7 +158,7 @@ func (s *Scheduler) execute(r *run) {
 // lease's local deadline, and a loss is reported as it happens.
 func (s *Scheduler) observeHeartbeat(r *run, e heartbeat.Event) {
 	switch e.Kind {
-	case heartbeat.EventExtended:
+	case heartbeat.EventRenewed:
 		d := e.Deadline
 		r.deadline.Store(&d)
 		ev := r.event(EventRenewed, nil)
