@@ -106,6 +106,8 @@ func (s *Scheduler) do(j *job, a act) {
 		s.handOnTrigger(j)
 	case actForget:
 		s.forget(j)
+	case actRetryTrigger:
+		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
 	}
 }
 

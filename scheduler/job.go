@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -77,6 +78,10 @@ type jobState struct {
 	// first: a trigger claims a round after it.
 	catchUpDue bool
 	triggerDue bool
+	// triggerRetry: a trigger found the job's lease held elsewhere; a
+	// timer asks again when that lease runs out, in case its holder died
+	// and never hands the trigger on.
+	triggerRetry bool
 
 	run     *run     // the run executing here, or nil
 	lastRun *RunInfo // the last run this replica ran, for Jobs
@@ -118,14 +123,15 @@ type input struct {
 type inputKind uint8
 
 const (
-	inFiring   inputKind = iota + 1 // gocron fired an occurrence
-	inCatchUp                       // an occurrence may need catching up (Start, Register, a long run's end)
-	inTrigger                       // a trigger waits in the store (control channel, resync, a release)
-	inClaimed                       // the store answered the claim (or its wait ended)
-	inRunEnded                      // the run here returned and released its lease
-	inRemove                        // Remove
-	inRegister                      // Register again while a removed run still goes
-	inShutdown                      // Shutdown: firings stopped
+	inFiring       inputKind = iota + 1 // gocron fired an occurrence
+	inCatchUp                           // an occurrence may need catching up (Start, Register, a long run's end)
+	inTrigger                           // a trigger waits in the store (control channel, resync, a release)
+	inClaimed                           // the store answered the claim (or its wait ended)
+	inRunEnded                          // the run here returned and released its lease
+	inRemove                            // Remove
+	inRegister                          // Register again while a removed run still goes
+	inShutdown                          // Shutdown: firings stopped
+	inTriggerRetry                      // the timer set when a trigger found the lease held elsewhere
 )
 
 // act is one thing transition decided to do, done outside the lock.
@@ -137,27 +143,29 @@ type act struct {
 	lease  *lease.Lease
 	run    *run
 	ctx    context.Context // actWait: ends the wait (Remove, Shutdown)
+	d      time.Duration   // actRetryTrigger
 	msg    string
 }
 
 type actKind uint8
 
 const (
-	actClaim    actKind = iota + 1 // hand f to the claim workers
-	actWait                        // wait for the job's lease elsewhere, then claim f (OverlapBufferOne)
-	actSkip                        // report f skipped for reason
-	actNote                        // a debug line: msg
-	actFail                        // report the claim of f failed (err)
-	actStart                       // start run
-	actGiveBack                    // release a lease won but not run, then report the skip (reason, if any)
-	actHandOn                      // a trigger waits that this replica will not run: announce it to the fleet
-	actForget                      // the job is removed and idle: drop its owner
+	actClaim        actKind = iota + 1 // hand f to the claim workers
+	actWait                            // wait for the job's lease elsewhere, then claim f (OverlapBufferOne)
+	actSkip                            // report f skipped for reason
+	actNote                            // a debug line: msg
+	actFail                            // report the claim of f failed (err)
+	actStart                           // start run
+	actGiveBack                        // release a lease won but not run, then report the skip (reason, if any)
+	actHandOn                          // a trigger waits that this replica will not run: announce it to the fleet
+	actForget                          // the job is removed and idle: drop its owner
+	actRetryTrigger                    // ask for the trigger again after d (the lease held elsewhere runs out)
 )
 
 // acts is what one transition decided; it holds no more than a transition
 // can decide, so deciding allocates nothing.
 type acts struct {
-	a [4]act
+	a [5]act
 	n int
 }
 
@@ -209,7 +217,10 @@ func (j *job) transition(in input) (as acts) {
 			j.startClaim(&as, f)
 		}
 
-	case inTrigger:
+	case inTrigger, inTriggerRetry:
+		if in.kind == inTriggerRetry {
+			st.triggerRetry = false
+		}
 		switch {
 		case st.reg == nil || st.stopping:
 			// Another replica that has the job takes it (the message
@@ -335,6 +346,14 @@ func (j *job) claimed(as *acts, in input) {
 		return
 	default:
 		answer(as, f, in.err, st.stopping, st.reg == nil)
+		var le *lease.LockedError
+		if f.kind == firedByTrigger && !st.triggerRetry && st.reg != nil && !st.stopping && errors.As(in.err, &le) {
+			// The holder takes the trigger when its run ends, or hands
+			// it on when it stops; if it dies instead, ask again once
+			// its lease has run out.
+			st.triggerRetry = true
+			as.add(act{kind: actRetryTrigger, d: le.Remaining})
+		}
 	}
 	j.proceed(as)
 }

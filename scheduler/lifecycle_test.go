@@ -320,3 +320,29 @@ func TestScheduler_ConcurrencyLimit_LeaseLostWhileWaitingIsNoLimitSkip(t *testin
 		}
 	})
 }
+
+// A trigger that finds the job's lease held by a holder that dies (it
+// never releases, never hands the trigger on) runs once that lease has
+// run out, within the trigger's minute.
+func TestScheduler_Trigger_RunsAfterADeadHoldersLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		var rs runStarts
+		job := func(ctx context.Context) error { rs.record(ctx); return nil }
+		time.Sleep(30 * time.Second) // off the hourly grid: only triggers run
+		s := newScheduler(t, store)
+		require.NoError(t, s.Register("report", Every(time.Hour), job))
+		require.NoError(t, s.Start())
+		synctest.Wait()
+		_, err := store.Acquire(t.Context(), "job:report", 5*time.Second) // a holder that dies
+		require.NoError(t, err)
+		_, err = store.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		shutdown(t, s)
+
+		runs := rs.all()
+		require.Len(t, runs, 1, "the trigger runs")
+		assert.True(t, runs[0].trigger)
+	})
+}
