@@ -173,6 +173,9 @@ func waitBound(d time.Duration) time.Duration { return max(d, time.Millisecond) 
 // answer decides what a claim that did not win reports: a skip, a debug
 // line (a catch-up or trigger with nothing to do), or a failure.
 func answer(as *acts, f firing, err error, stopping, removed bool) {
+	if errors.Is(err, ErrShutdown) {
+		stopping = true // the claim queue closed before the job learned of it
+	}
 	note := func(msg string) { as.add(act{kind: actNote, f: f, msg: msg}) }
 	skip := func(reason SkipReason, err error) { as.add(act{kind: actSkip, f: f, reason: reason, err: err}) }
 	aborted := errors.Is(err, lease.ErrAborted) || errors.Is(err, ErrShutdown)

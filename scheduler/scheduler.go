@@ -175,7 +175,6 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 		j.st.reg = reg
 		s.jobs[key] = j
 	} else {
-		j.name = name
 		j.deliver(input{kind: inRegister, reg: reg}) // decides nothing to do: safe under s.mu
 	}
 	if s.started && !grouped {
@@ -276,7 +275,8 @@ func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 func (s *Scheduler) Stats() Stats { return s.stats.snapshot() }
 
 // JobStats returns running totals of what this Scheduler did for the job
-// registered as name, and false if there is none.
+// registered as name, and false if there is none. A job registered again
+// while a run of it, removed, still went keeps its totals.
 func (s *Scheduler) JobStats(name string) (Stats, bool) {
 	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
@@ -285,7 +285,7 @@ func (s *Scheduler) JobStats(name string) (Stats, bool) {
 	s.mu.Lock()
 	j := s.jobs[key]
 	s.mu.Unlock()
-	if j == nil {
+	if j == nil || j.registered() == nil {
 		return Stats{}, false
 	}
 	return j.stats.snapshot(), true
