@@ -228,6 +228,17 @@ type Stats struct {
 	Conflicts            uint64 // conflicts with other replicas' registrations, reported
 }
 
+// emit counts e, for the Scheduler and for job j, and hands it to the
+// observers in order.
+func (s *Scheduler) emit(j *job, e Event) {
+	e.Instance = s.cfg.instanceID
+	s.stats.count(e)
+	j.stats.count(e)
+	for _, o := range s.cfg.observers {
+		o(e)
+	}
+}
+
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
 	kinds     [numEventKinds]atomic.Uint64

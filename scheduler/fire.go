@@ -76,41 +76,6 @@ func (s *Scheduler) fireGroup(g *group) {
 	}
 }
 
-// do carries out one thing a job's transition decided.
-func (s *Scheduler) do(j *job, a act) {
-	switch a.kind {
-	case actClaim:
-		if !s.queue.push(claimTask{job: j, f: a.f}) {
-			j.deliver(input{kind: inClaimed, f: a.f, err: errClaimStopped})
-		}
-	case actWait:
-		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			l, err := s.waitTurn(a.ctx, j, a.f)
-			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
-		}()
-	case actSkip:
-		s.skip(j, a.f.occ, a.reason, a.err)
-	case actNote:
-		s.debug(j, a.f.occ, a.msg)
-	case actFail:
-		s.log.Error("job lease acquire failed; occurrence not run here",
-			slog.String("job", j.name), slog.Time("occurrence", a.f.occ), slog.Any("error", a.err))
-		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: a.f.occ, Err: a.err})
-	case actStart:
-		go s.execute(a.run)
-	case actGiveBack:
-		s.giveBack(j, a.f, a.lease, a.reason)
-	case actHandOn:
-		s.handOnTrigger(j)
-	case actForget:
-		s.forget(j)
-	case actRetryTrigger:
-		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
-	}
-}
-
 // claimTask is a queue entry: claim firing f of job.
 type claimTask struct {
 	job *job

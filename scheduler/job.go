@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -186,6 +187,41 @@ func (j *job) decide(in input) acts {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.transition(in)
+}
+
+// do carries out one thing a job's transition decided.
+func (s *Scheduler) do(j *job, a act) {
+	switch a.kind {
+	case actClaim:
+		if !s.queue.push(claimTask{job: j, f: a.f}) {
+			j.deliver(input{kind: inClaimed, f: a.f, err: errClaimStopped})
+		}
+	case actWait:
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			l, err := s.waitTurn(a.ctx, j, a.f)
+			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
+		}()
+	case actSkip:
+		s.skip(j, a.f.occ, a.reason, a.err)
+	case actNote:
+		s.debug(j, a.f.occ, a.msg)
+	case actFail:
+		s.log.Error("job lease acquire failed; occurrence not run here",
+			slog.String("job", j.name), slog.Time("occurrence", a.f.occ), slog.Any("error", a.err))
+		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: a.f.occ, Err: a.err})
+	case actStart:
+		go s.execute(a.run)
+	case actGiveBack:
+		s.giveBack(j, a.f, a.lease, a.reason)
+	case actHandOn:
+		s.handOnTrigger(j)
+	case actForget:
+		s.forget(j)
+	case actRetryTrigger:
+		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
+	}
 }
 
 // transition is the job's state machine: every decision about the job.

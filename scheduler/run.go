@@ -93,7 +93,12 @@ func (r *run) event(kind EventKind, err error) Event {
 func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 	occ := f.occ
 	if f.kind == firedByTrigger {
-		occ = time.UnixMilli(l.Round).In(s.cfg.location) // a run now: the round the store chose
+		// A run now: the round the store chose (a store that chose none
+		// gives the run its start).
+		occ = l.AcquiredAt.In(s.cfg.location)
+		if l.Round > 0 {
+			occ = time.UnixMilli(l.Round).In(s.cfg.location)
+		}
 	}
 	r := &run{
 		job:   j,
@@ -152,6 +157,27 @@ func (s *Scheduler) execute(r *run) {
 	s.emit(r.job, ev)
 	r.log.Info("job started", slog.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
 	call(ctx, r.reg.fn, &end)
+}
+
+// reportMissed reports the occurrences of j that ran nowhere, as the
+// ledger tells: l won occ, and the round recorded before it was
+// l.PrevRound, so every occurrence strictly between the two was claimed by
+// no replica (all were down, the store was unreachable, the job's previous
+// run overlapped them, or every replica's clock was refused). The first
+// claim of a job (no previous round) reports nothing.
+func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ time.Time) {
+	if l.PrevRound <= 0 {
+		return
+	}
+	n, first, last, capped := reg.plan.between(time.UnixMilli(l.PrevRound), occ, MaxMissedCount)
+	if n == 0 {
+		return
+	}
+	m := Missed{Count: n, First: first.In(s.cfg.location), Last: last.In(s.cfg.location), Capped: capped}
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "occurrences ran nowhere",
+		slog.String("job", j.name), slog.Int("missed", n), slog.Bool("at_least", capped),
+		slog.Time("first", m.First), slog.Time("last", m.Last), slog.Time("occurrence", occ))
+	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
 }
 
 // observeHeartbeat follows the run's heartbeat: each renewal moves the

@@ -298,17 +298,6 @@ func (s *Scheduler) jobByKey(key string) *job {
 	return s.jobs[key]
 }
 
-// emit counts e, for the Scheduler and for job j, and hands it to the
-// observers in order.
-func (s *Scheduler) emit(j *job, e Event) {
-	e.Instance = s.cfg.instanceID
-	s.stats.count(e)
-	j.stats.count(e)
-	for _, o := range s.cfg.observers {
-		o(e)
-	}
-}
-
 func truncateUTF8(str string, n int) string {
 	if len(str) <= n {
 		return str
