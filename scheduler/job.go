@@ -97,7 +97,11 @@ type firing struct {
 	waited  bool          // it waited for the job's lease (OverlapBufferOne): no second wait
 }
 
-// firingKind says what started a firing.
+// firingKind says what started a firing. Completing occurrences adds a
+// kind here: a resume or retry of an open occurrence, claimed as attempt
+// k+1 of the same round (an attempt field beside occ, carried into Run);
+// the run's end reports its outcome with inRunEnded (succeeded, failed,
+// interrupted), where transition decides whether the occurrence is open.
 type firingKind uint8
 
 const (
