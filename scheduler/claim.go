@@ -49,12 +49,13 @@ func (s *Scheduler) retryUntil(f firing) time.Time {
 	if f.kind == firedByTrigger {
 		return s.cfg.clock.Now().Add(reg.ttl)
 	}
-	until := f.occ.Add(AtRetryWindow)
-	if next := reg.plan.next(f.occ); !next.IsZero() {
-		until = next.Add(-min(next.Sub(f.occ)/10, maxRetryMargin))
+	occ := s.occ(f)
+	until := occ.Add(AtRetryWindow)
+	if next := reg.plan.next(occ); !next.IsZero() {
+		until = next.Add(-min(next.Sub(occ)/10, maxRetryMargin))
 	}
 	if reg.catchUp > 0 {
-		until = minTime(until, f.occ.Add(reg.catchUp))
+		until = minTime(until, occ.Add(reg.catchUp))
 	}
 	return until
 }
@@ -85,7 +86,7 @@ func claimOptions(f firing) []lease.AcquireOption {
 	if f.kind == firedByTrigger {
 		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithTrigger(), lease.WithPauseCheck()}
 	}
-	return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(f.occ, f.maxSkew), lease.WithPauseCheck()}
+	return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
 }
 
 // claim asks the store for the lease of j for firing f, retrying transient
@@ -119,14 +120,14 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 			return nil, err
 		}
 		wait := min(b.NextBackOff(), left)
-		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Int("try", attempt),
+		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Int("try", attempt),
 			slog.Duration("retry_in", wait), slog.Any("error", err)}
 		if attempt == 1 {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
 		} else {
 			s.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease acquire failed again; retrying", attrs...)
 		}
-		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: f.occ, Try: attempt, Err: err})
+		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: s.occ(f), Try: attempt, Err: err})
 		timer := s.cfg.clock.NewTimer(wait)
 		select {
 		case <-timer.Chan():
@@ -143,7 +144,7 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 // transient error is retried as claim retries it. ctx (Remove, Shutdown)
 // ends the wait with lease.ErrAborted.
 func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Lease, error) {
-	s.debug(j, f.occ, "occurrence waits for the job's running one to end (overlap policy: buffer one)")
+	s.debug(j, s.occ(f), "occurrence waits for the job's running one to end (overlap policy: buffer one)")
 	until := s.retryUntil(f)
 	opts := claimOptions(f)
 	for {
@@ -162,7 +163,7 @@ func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Leas
 			return l, err
 		}
 		s.log.LogAttrs(context.Background(), slog.LevelDebug, "occurrence waits again for the job's running one",
-			slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Duration("left", until.Sub(s.cfg.clock.Now())))
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Duration("left", until.Sub(s.cfg.clock.Now())))
 	}
 }
 
@@ -226,9 +227,9 @@ func (s *Scheduler) giveBack(j *job, f firing, l *lease.Lease, reason SkipReason
 	defer cancel()
 	if err := l.Release(ctx); err != nil {
 		s.log.Warn("could not give back a lease won for an occurrence not run; it expires after its TTL",
-			slog.String("job", j.name), slog.Time("occurrence", f.occ), slog.Any("error", err))
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Any("error", err))
 	}
 	if reason != 0 {
-		s.skip(j, f.occ, reason, nil)
+		s.skip(j, s.occ(f), reason, nil)
 	}
 }

@@ -241,8 +241,8 @@ func (s *Scheduler) emit(j *job, e Event) {
 
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	kinds     [numEventKinds]atomic.Uint64
-	reasons   [numSkipReasons]atomic.Uint64
+	kinds     [numEventKinds - 1]atomic.Uint64  // by kind - 1: kinds start at 1
+	reasons   [numSkipReasons - 1]atomic.Uint64 // by reason - 1
 	missed    atomic.Uint64
 	catchUps  atomic.Uint64
 	triggered atomic.Uint64
@@ -250,11 +250,11 @@ type counters struct {
 
 func (c *counters) count(e Event) {
 	if e.Kind > 0 && e.Kind < numEventKinds {
-		c.kinds[e.Kind].Add(1)
+		c.kinds[e.Kind-1].Add(1)
 	}
 	switch {
 	case e.Kind == EventSkipped && e.Reason > 0 && e.Reason < numSkipReasons:
-		c.reasons[e.Reason].Add(1)
+		c.reasons[e.Reason-1].Add(1)
 	case e.Kind == EventMissed:
 		c.missed.Add(uint64(e.Missed.Count))
 	case e.Kind == EventStarted && e.CatchUp:
@@ -265,8 +265,8 @@ func (c *counters) count(e Event) {
 }
 
 func (c *counters) snapshot() Stats {
-	k := func(kind EventKind) uint64 { return c.kinds[kind].Load() }
-	r := func(reason SkipReason) uint64 { return c.reasons[reason].Load() }
+	k := func(kind EventKind) uint64 { return c.kinds[kind-1].Load() }
+	r := func(reason SkipReason) uint64 { return c.reasons[reason-1].Load() }
 	return Stats{
 		Started: k(EventStarted), Succeeded: k(EventSucceeded),
 		Failed:   k(EventFailed) + k(EventPanicked) + k(EventTimedOut),

@@ -70,7 +70,7 @@ func (g *group) members() []*job {
 // occurrence and delivers it to every member.
 func (s *Scheduler) fireGroup(g *group) {
 	occ, maxSkew := g.plan.occurrence(s.cfg.clock.Now())
-	f := firing{occ: occ.In(s.cfg.location), maxSkew: maxSkew}
+	f := newFiring(occ, maxSkew, firedBySchedule, nil) // each job's owner gives it its registration
 	for _, j := range g.members() {
 		j.deliver(input{kind: inFiring, f: f})
 	}

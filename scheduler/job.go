@@ -57,23 +57,27 @@ type job struct {
 }
 
 // jobState is the job's state; only transition reads or writes it, with
-// job.mu held.
-type jobState struct {
-	reg      *registration // nil once removed
-	stopping bool          // Shutdown: nothing new starts
 
-	lastFired int64 // the latest occurrence (Unix ms) gocron fired here
+// small as it was before the state had one owner.)
+type jobState struct {
+	reg       *registration // nil once removed
+	lastFired int64         // the latest occurrence (Unix ms) gocron fired here
 
 	// The claim: at most one firing of the job is queued for a claim
-	// worker, being claimed, or waiting its turn (OverlapBufferOne), and
-	// at most one more waits behind it.
-	claiming  bool
+	// worker, being claimed, or waiting its turn (OverlapBufferOne:
+	// forRun, for the run here; cancelBuf, for the lease elsewhere), and
+	// at most one more waits behind it (next, hasNext).
 	claim     firing
-	forRun    bool // the claim waits for the run here to end (OverlapBufferOne)
 	next      firing
-	hasNext   bool
 	cancelBuf context.CancelFunc // ends a claim that waits for the job's lease elsewhere
 
+	run     *run     // the run executing here, or nil
+	lastRun *RunInfo // the last run this replica ran, for Jobs
+
+	stopping bool // Shutdown: nothing new starts
+	claiming bool
+	forRun   bool // the claim waits for the run here to end (OverlapBufferOne)
+	hasNext  bool
 	// Work that waits for the job to go idle here: the latest occurrence
 	// to catch up, and a trigger waiting in the store. A catch-up goes
 	// first: a trigger claims a round after it.
@@ -83,19 +87,29 @@ type jobState struct {
 	// timer asks again when that lease runs out, in case its holder died
 	// and never hands the trigger on.
 	triggerRetry bool
-
-	run     *run     // the run executing here, or nil
-	lastRun *RunInfo // the last run this replica ran, for Jobs
 }
 
-// firing is one occurrence of a job to claim.
+// firing is one occurrence of a job to claim. It is kept small: a job's
+// state holds two.
 type firing struct {
-	occ     time.Time
-	maxSkew time.Duration
-	kind    firingKind
-	reg     *registration // the registration it is claimed for
-	waited  bool          // it waited for the job's lease (OverlapBufferOne): no second wait
+	ms     int64         // the occurrence in Unix ms (its round); 0 for a trigger, whose round the store chooses
+	reg    *registration // the registration it is claimed for
+	skewMs int32         // the maximum skew of its round, in ms (at most MaxOccurrenceSkew)
+	kind   firingKind
+	waited bool // it waited for the job's lease (OverlapBufferOne): no second wait
 }
+
+// newFiring returns a firing of the occurrence occ whose round may lie
+// maxSkew ahead of the store's clock.
+func newFiring(occ time.Time, maxSkew time.Duration, kind firingKind, reg *registration) firing {
+	return firing{ms: occ.UnixMilli(), skewMs: int32(maxSkew.Milliseconds()), kind: kind, reg: reg}
+}
+
+// maxSkew is how far ahead of the store's clock the firing's round may lie.
+func (f firing) maxSkew() time.Duration { return time.Duration(f.skewMs) * time.Millisecond }
+
+// occ returns the occurrence of firing f in the scheduler's location.
+func (s *Scheduler) occ(f firing) time.Time { return time.UnixMilli(f.ms).In(s.cfg.location) }
 
 // firingKind says what started a firing. Completing occurrences adds a
 // kind here: a resume or retry of an open occurrence, claimed as attempt
@@ -208,13 +222,13 @@ func (s *Scheduler) do(j *job, a act) {
 			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
 		}()
 	case actSkip:
-		s.skip(j, a.f.occ, a.reason, a.err)
+		s.skip(j, s.occ(a.f), a.reason, a.err)
 	case actNote:
-		s.debug(j, a.f.occ, a.msg)
+		s.debug(j, s.occ(a.f), a.msg)
 	case actFail:
 		s.log.Error("job lease acquire failed; occurrence not run here",
-			slog.String("job", j.name), slog.Time("occurrence", a.f.occ), slog.Any("error", a.err))
-		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: a.f.occ, Err: a.err})
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(a.f)), slog.Any("error", a.err))
+		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: s.occ(a.f), Err: a.err})
 	case actStart:
 		go s.execute(a.run)
 	case actGiveBack:
@@ -234,7 +248,7 @@ func (j *job) transition(in input) (as acts) {
 	switch in.kind {
 	case inFiring:
 		f := in.f
-		occ := f.occ.UnixMilli()
+		occ := f.ms
 		switch {
 		case st.reg == nil || st.stopping:
 			as.add(act{kind: actNote, f: f, msg: "firing of a removed or stopping job: dropped"})
@@ -469,7 +483,7 @@ func (j *job) catchUpFiring() (firing, bool) {
 		return firing{}, false
 	}
 	_, maxSkew := reg.plan.occurrence(occ)
-	return firing{occ: occ.In(j.s.cfg.location), maxSkew: maxSkew, kind: firedByCatchUp, reg: reg}, true
+	return newFiring(occ, maxSkew, firedByCatchUp, reg), true
 }
 
 // info returns what Jobs reports of the job.

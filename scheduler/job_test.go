@@ -22,12 +22,12 @@ func testJob(t *testing.T, now int64, catchUp time.Duration) *job {
 	return j
 }
 
-func fireAt(ms int64) input { return input{kind: inFiring, f: firing{occ: time.UnixMilli(ms)}} }
+func fireAt(ms int64) input { return input{kind: inFiring, f: firing{ms: ms}} }
 
 // claimedAt is the store's answer to the claim of occurrence ms of j:
 // claimed elsewhere.
 func claimedAt(j *job, ms int64) input {
-	return input{kind: inClaimed, f: firing{occ: time.UnixMilli(ms), reg: j.st.reg}, err: lease.ErrRoundClaimed}
+	return input{kind: inClaimed, f: firing{ms: ms, reg: j.st.reg}, err: lease.ErrRoundClaimed}
 }
 
 // only returns the one act of as, failing unless there is exactly one.
@@ -62,14 +62,14 @@ func TestJob_Transition_OneClaimingOneWaiting(t *testing.T) {
 	a := only(t, j.decide(fireAt(3000)))
 	require.Equal(t, actSkip, a.kind)
 	assert.Equal(t, SkipOverrun, a.reason)
-	assert.Equal(t, int64(2000), a.f.occ.UnixMilli(), "2000 is superseded")
+	assert.Equal(t, int64(2000), a.f.ms, "2000 is superseded")
 	assert.True(t, j.busy())
 
 	as := j.decide(claimedAt(j, 1000))
 	require.Equal(t, 2, as.n)
 	assert.Equal(t, actSkip, as.a[0].kind, "1000 was claimed elsewhere")
 	assert.Equal(t, actClaim, as.a[1].kind)
-	assert.Equal(t, int64(3000), as.a[1].f.occ.UnixMilli())
+	assert.Equal(t, int64(3000), as.a[1].f.ms)
 	assert.True(t, j.busy(), "3000 is now the claim")
 	only(t, j.decide(claimedAt(j, 3000)))
 	assert.False(t, j.busy())
@@ -86,7 +86,7 @@ func TestJob_Transition_CatchUp(t *testing.T) {
 	require.Equal(t, 2, as.n)
 	assert.Equal(t, actClaim, as.a[1].kind, "idle: the catch-up is claimed")
 	assert.Equal(t, firedByCatchUp, as.a[1].f.kind)
-	assert.Equal(t, int64(5000), as.a[1].f.occ.UnixMilli(), "the latest occurrence at or before now")
+	assert.Equal(t, int64(5000), as.a[1].f.ms, "the latest occurrence at or before now")
 	only(t, j.decide(claimedAt(j, 5000)))
 	a := only(t, j.decide(fireAt(6000)))
 	assert.Equal(t, actNote, a.kind, "the catch-up did not reset the gocron dedup")

@@ -105,7 +105,7 @@ func (s *Scheduler) dropLimit(limit *concurrencyLimit) {
 // heartbeat reported).
 func (s *Scheduler) takeSlot(ctx context.Context, r *run) (context.Context, SkipReason) {
 	j, reg := r.job, r.reg
-	until := s.retryUntil(firing{occ: r.info.Occurrence, kind: r.kind, reg: reg})
+	until := s.retryUntil(newFiring(r.info.Occurrence, 0, r.kind, reg))
 	l, err := reg.limit.Acquire(ctx, reg.ttl, lease.WithMaxWait(waitBound(until.Sub(s.cfg.clock.Now()))),
 		lease.WithLockClock(s.cfg.clock))
 	switch {

@@ -91,7 +91,7 @@ func (r *run) event(kind EventKind, err error) Event {
 // newRun builds the run of a won claim of firing f of j; the job's owner
 // calls it, under its lock, before the run starts.
 func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
-	occ := f.occ
+	occ := s.occ(f)
 	if f.kind == firedByTrigger {
 		// A run now: the round the store chose (a store that chose none
 		// gives the run its start).

@@ -206,7 +206,7 @@ func (s *Scheduler) Start() error {
 	return nil
 }
 
-// start starts gocron and the acquire workers and returns the jobs.
+// start starts gocron and the claim workers and returns the jobs.
 func (s *Scheduler) start() ([]*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
