@@ -57,8 +57,8 @@ type job struct {
 }
 
 // jobState is the job's state; only transition reads or writes it, with
-
-// small as it was before the state had one owner.)
+// job.mu held. Its flags sit together at the end, so that padding does
+// not grow every job's heap.
 type jobState struct {
 	reg       *registration // nil once removed
 	lastFired int64         // the latest occurrence (Unix ms) gocron fired here
