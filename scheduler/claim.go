@@ -36,8 +36,12 @@ const (
 const MaxMissedCount = 1000
 
 // errClaimStopped answers a claim that Shutdown stopped before it asked
-// the store.
-var errClaimStopped = fmt.Errorf("claim not sent: %w", ErrShutdown)
+// the store; errClaimDropped one that Remove dropped (it must not claim a
+// round that the replicas still having the job would then skip).
+var (
+	errClaimStopped = fmt.Errorf("claim not sent: %w", ErrShutdown)
+	errClaimDropped = fmt.Errorf("claim not sent: the job was removed: %w", lease.ErrAborted)
+)
 
 // retryUntil returns when the retries (and waits) of firing f stop: before
 // the job's next occurrence, less a margin of min(gap/10, 1s); for an At
@@ -97,8 +101,11 @@ func claimOptions(f firing) []lease.AcquireOption {
 // (EventAcquireRetrying). A claim taken from the queue after Shutdown
 // stopped the claims answers errClaimStopped without asking.
 func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
-	if s.claimCtx.Err() != nil {
+	switch {
+	case s.claimCtx.Err() != nil:
 		return nil, errClaimStopped
+	case j.registered() == nil:
+		return nil, errClaimDropped
 	}
 	until := s.retryUntil(f)
 	b := backoff.NewExponentialBackOff(

@@ -346,3 +346,29 @@ func TestScheduler_Trigger_RunsAfterADeadHoldersLease(t *testing.T) {
 		assert.True(t, runs[0].trigger)
 	})
 }
+
+// Remove drops a claim that is queued and not yet sent: the removed job
+// claims no round (the replicas that still have the job would skip it).
+func TestScheduler_Remove_DropsAQueuedClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		gate := make(chan struct{})
+		s := newScheduler(t, &gatedStore{Store: store, key: "job:first", gate: gate}, WithAcquireConcurrency(1))
+		require.NoError(t, s.Register("first", Every(time.Hour), nop))
+		require.NoError(t, s.Register("second", Every(time.Hour), nop))
+		time.Sleep(30 * time.Second) // off the hourly grid
+		require.NoError(t, s.Start())
+		time.Sleep(59*time.Minute + 31*time.Second) // 01:00:01: first's claim held in the store, second's queued behind it
+		require.NoError(t, s.Remove("second"))
+		close(gate)
+		synctest.Wait()
+		shutdown(t, s)
+
+		st, err := store.JobState(t.Context(), "job:second")
+		require.NoError(t, err)
+		assert.Zero(t, st.LastRound, "the removed job claimed no round")
+		first, err := store.JobState(t.Context(), "job:first")
+		require.NoError(t, err)
+		assert.NotZero(t, first.LastRound, "the claim that held the worker went on")
+	})
+}
