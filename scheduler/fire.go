@@ -36,6 +36,45 @@ import (
 // store that stalls on one job delays no other job's claim beyond taking
 // one worker.
 
+// firing is one occurrence of a job to claim. It is kept small: a job's
+// state holds two.
+type firing struct {
+	ms     int64         // the occurrence in Unix ms (its round); 0 for a trigger, whose round the store chooses
+	reg    *registration // the registration it is claimed for
+	skewMs int32         // the maximum skew of its round, in ms (at most MaxOccurrenceSkew)
+	kind   firingKind
+	waited bool // it waited for the job's lease (OverlapBufferOne): no second wait
+}
+
+// newFiring returns a firing of the occurrence occ whose round may lie
+// maxSkew ahead of the store's clock.
+func newFiring(occ time.Time, maxSkew time.Duration, kind firingKind, reg *registration) firing {
+	return firing{ms: occ.UnixMilli(), skewMs: int32(maxSkew.Milliseconds()), kind: kind, reg: reg}
+}
+
+// maxSkew is how far ahead of the store's clock the firing's round may lie.
+func (f firing) maxSkew() time.Duration { return time.Duration(f.skewMs) * time.Millisecond }
+
+// occ returns the occurrence of firing f in the scheduler's location.
+func (s *Scheduler) occ(f firing) time.Time { return time.UnixMilli(f.ms).In(s.cfg.location) }
+
+// firingKind says what started a firing. Completing occurrences adds a
+// kind here: a resume or retry of an open occurrence, claimed as attempt
+// k+1 of the same round (an attempt field beside occ, carried into Run);
+// the run's end reports its outcome with inRunEnded (succeeded, failed,
+// interrupted), where transition decides whether the occurrence is open.
+type firingKind uint8
+
+const (
+	firedBySchedule firingKind = iota // gocron fired the occurrence
+	firedByCatchUp                    // a late claim of a missed occurrence (WithCatchUp)
+	firedByTrigger                    // a run now (package fleet); the store chooses its round
+)
+
+// quiet reports whether a firing that finds nothing to do is no skip: a
+// catch-up or a trigger.
+func (f firing) quiet() bool { return f.kind != firedBySchedule }
+
 // group is the jobs that share one schedule, fired by one gocron job.
 type group struct {
 	key  string

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-co-op/gocron/v2"
@@ -50,6 +51,24 @@ type Scheduler struct {
 	cron     gocron.Scheduler        // nil until Start and after Shutdown
 	nworkers int                     // claim workers started
 	limits   map[string]*sharedLimit // the concurrency limits, by name (limit.go)
+}
+
+// registration is what Register was given for a job: immutable. A claim
+// and a run keep the registration they started with, so a job registered
+// again after Remove runs with its new registration while a run of the old
+// one finishes.
+type registration struct {
+	schedule       Schedule
+	plan           plan
+	fn             func(ctx context.Context) error
+	ttl            time.Duration
+	timeout        time.Duration
+	catchUp        time.Duration // WithCatchUp; 0: off
+	owner          string
+	errorClassOnly bool
+	overlap        OverlapPolicy
+	limitSpec      *concurrencyLimit // WithConcurrencyLimit, nil without one
+	limit          *lease.Semaphore  // its semaphore, set by Scheduler.add
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
