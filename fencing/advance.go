@@ -51,8 +51,9 @@ func AdvanceOnceFromContext(ctx context.Context, tx Querier, resource string) er
 }
 
 // CreateTable creates the PostgreSQL table DefaultTableName if it does not
-// exist, and adds the occurrence column to one made without it. It is
-// Table.Create on the default table.
+// exist, and adds the occurrence column to one made without it. It is safe
+// to call from every replica at start, all at once (see Table.Create). It
+// is Table.Create on the default table.
 func CreateTable(ctx context.Context, db Execer) error {
 	return defaultTable.Create(ctx, db)
 }

@@ -31,8 +31,10 @@
 //	return tx.Commit()
 //
 // PostgreSQL and SQLite are supported (see Dialect); NewTable names another
-// table or picks SQLite, and Create (or CreateTable for the default table)
-// makes the table. The token is kept as a signed BIGINT, so tokens above
+// table or picks SQLite, and Table.Create (or CreateTable for the default
+// table) makes the table. Create is safe to call from every replica as it
+// starts, all at once: concurrent calls take turns (a PostgreSQL advisory
+// lock; SQLite's write lock, waited for) and all succeed. The token is kept as a signed BIGINT, so tokens above
 // MaxToken are refused. With SQLite, open the database so that write
 // transactions begin with BEGIN IMMEDIATE and wait on a busy timeout
 // (modernc.org/sqlite: "_txlock=immediate&_pragma=busy_timeout(5000)"), or
@@ -51,7 +53,7 @@
 // scheduler puts each run's occurrence into its context next to the token
 // (NewOccurrenceContext), so a job calls
 //
-//	if err := fences.AdvanceOnceFromContext(ctx, tx, "billing:invoices"); err != nil {
+//	if err := fencing.AdvanceOnceFromContext(ctx, tx, "billing:invoices"); err != nil {
 //		return err // ErrDuplicate: this occurrence's effect is already committed
 //	}
 //
@@ -63,9 +65,10 @@
 //
 // # Migration
 //
-// The occurrence column is new. Create and CreateTable make tables with it
-// and add it to tables made without it, so services that create the table
-// on start need nothing else; Table.Migrate adds the column alone. Advance
+// The occurrence column is new. Table.Create and CreateTable make tables
+// with it and add it to tables made without it, so services that create
+// the table on start need nothing else, however many replicas start at
+// once; Table.Migrate adds the column alone. Advance
 // works on tables with or without it; AdvanceOnce on a table without it
 // fails with ErrNotMigrated. For those who run their own migrations, the
 // SQL for the default table is, in PostgreSQL

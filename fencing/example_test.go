@@ -156,7 +156,7 @@ func ExampleTable_Migrate() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := fences.Migrate(ctx, db); err != nil { // idempotent; takes no lock once migrated
+	if err := fences.Migrate(ctx, db); err != nil { // idempotent; takes no table lock once migrated
 		log.Fatal(err)
 	}
 }

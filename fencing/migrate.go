@@ -12,51 +12,29 @@ import (
 // written by Advance, and rows from before the column existed, hold NULL.
 const occurrenceColumn = "occurrence BIGINT CHECK (occurrence > 0)"
 
-// migrateStatement returns the statement that adds the occurrence column to
-// the table quoted when it lacks it.
-//
-// PostgreSQL: a DO block that looks the column up in the catalog and runs
-// ALTER TABLE only when it is missing, so that a table already migrated is
-// not locked (ALTER TABLE takes an ACCESS EXCLUSIVE lock even when IF NOT
-// EXISTS finds the column). IF NOT EXISTS still covers two services
-// migrating at once. A missing table makes to_regclass return NULL and the
-// ALTER TABLE fail with "relation ... does not exist".
-//
-// SQLite has neither IF NOT EXISTS for columns nor procedural blocks: the
-// ALTER TABLE is run as it is, and Migrate takes its "duplicate column name"
-// error as success. SQLite raises that error while preparing the statement,
-// before it takes any lock.
-func migrateStatement(quoted string, d Dialect) string {
-	alter := "ALTER TABLE " + quoted + " ADD COLUMN "
-	if d == SQLite {
-		return alter + occurrenceColumn
-	}
-	// quoted holds only [a-z0-9_] identifiers in double quotes (see
-	// quoteTableName), so it is safe inside a single-quoted literal.
-	return "DO $fencing$ BEGIN" +
-		" IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute" +
-		" WHERE attrelid = to_regclass('" + quoted + "') AND attname = 'occurrence' AND NOT attisdropped)" +
-		" THEN " + alter + "IF NOT EXISTS " + occurrenceColumn + ";" +
-		" END IF; END $fencing$"
-}
-
 // Migrate adds the occurrence column, which AdvanceOnce needs, to a fence
 // table made before the column existed, and does nothing to a table that
 // has it. Existing rows keep their tokens and get a NULL occurrence, which
 // AdvanceOnce treats as earlier than every occurrence (see AdvanceOnce).
 // Advance works the same before and after.
 //
-// Run it once per table, before the first AdvanceOnce (Create runs it too).
-// In PostgreSQL the column is looked up first, so a migrated table is not
-// locked; adding the column takes a brief ACCESS EXCLUSIVE lock, which
-// waits for open transactions on the table. The table must exist. The SQL,
-// for those who run their own migrations, is in the package documentation.
+// Run it before the first AdvanceOnce (Create runs it too). Like Create,
+// it is safe to call from every replica at once: in PostgreSQL it holds
+// the table's advisory lock (see Create), in SQLite it retries
+// SQLITE_BUSY. In PostgreSQL the column is looked up first, so a migrated
+// table is not locked; adding the column takes a brief ACCESS EXCLUSIVE
+// lock, which waits for open transactions on the table. The table must
+// exist. The SQL, for those who run their own migrations, is in the
+// package documentation.
 func (t *Table) Migrate(ctx context.Context, db Execer) error {
 	if err := t.check(db); err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, t.migrate)
-	if err != nil && !(t.dialect == SQLite && isDuplicateOccurrenceColumn(err)) {
+	var done func(error) bool
+	if t.dialect == SQLite {
+		done = isDuplicateOccurrenceColumn
+	}
+	if err := t.execSchema(ctx, db, t.migrate, done); err != nil {
 		return fmt.Errorf("fencing: migrate table %s: add the occurrence column: %w", t.name, err)
 	}
 	return nil

@@ -46,7 +46,7 @@ type Table struct {
 	// resource, token, occurrence.
 	advanceOnce string
 	readFence   string // the row's token and occurrence; one placeholder: resource
-	create      string
+	create      string // makes the table, and in PostgreSQL migrates it (see schemaStatements)
 	migrate     string // adds the occurrence column (see Migrate)
 }
 
@@ -64,6 +64,7 @@ func NewTable(name string, dialect Dialect) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	create, migrate := schemaStatements(name, quoted, dialect)
 	return &Table{
 		name:    name,
 		dialect: dialect,
@@ -75,11 +76,8 @@ func NewTable(name string, dialect Dialect) (*Table, error) {
 			" WHERE fence.token <= excluded.token",
 		advanceOnce: advanceOnceStatement(quoted, p),
 		readFence:   "SELECT token, occurrence FROM " + quoted + " WHERE resource = " + p[0],
-		create: "CREATE TABLE IF NOT EXISTS " + quoted + " (" +
-			"resource TEXT NOT NULL PRIMARY KEY, " +
-			"token BIGINT NOT NULL CHECK (token > 0), " +
-			occurrenceColumn + ")",
-		migrate: migrateStatement(quoted, dialect),
+		create:      create,
+		migrate:     migrate,
 	}, nil
 }
 
@@ -90,16 +88,30 @@ func (t *Table) Name() string { return t.name }
 func (t *Table) Dialect() Dialect { return t.dialect }
 
 // Create creates the table if it does not exist (CREATE TABLE IF NOT
-// EXISTS), then runs Migrate, so that a table made before the occurrence
-// column existed gains it; rows are never changed. A schema in the name
-// must already exist. Create is idempotent and cheap when there is nothing
-// to do, so a service can run it on every start.
+// EXISTS) and adds the occurrence column to a table made before the column
+// existed (see Migrate); rows are never changed. A schema in the name must
+// already exist. Create is idempotent and cheap when there is nothing to
+// do, so a service can run it on every start.
+//
+// It is safe to call from every replica at once, each with its own
+// connection or pool: the callers take turns and all succeed. In
+// PostgreSQL, Create is one statement that first takes a transaction-scoped
+// advisory lock derived from the table name (the name as given to
+// NewTable: spell it the same way on every replica), so concurrent callers
+// wait for each other instead of failing with a unique violation; with a
+// *sql.Tx the lock is held until that transaction ends. In SQLite, each
+// schema change takes the database write lock as it starts; Create retries
+// one refused with SQLITE_BUSY (a busy timeout shorter than the wait, or
+// none) with backoff for up to 10 seconds, or until ctx is done.
 func (t *Table) Create(ctx context.Context, db Execer) error {
 	if err := t.check(db); err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, t.create); err != nil {
+	if err := t.execSchema(ctx, db, t.create, nil); err != nil {
 		return fmt.Errorf("fencing: create table %s: %w", t.name, err)
+	}
+	if t.dialect == Postgres {
+		return nil // the DO block has migrated the table already
 	}
 	return t.Migrate(ctx, db)
 }

@@ -7,9 +7,11 @@
 //     schedule and options), refreshed periodically and dropped when it
 //     stops, or after a few missed refreshes when it dies. Two replicas that
 //     register one job name with different fingerprints are a Conflict.
-//   - Run status: the replica that ran a job's last occurrence records its
-//     Status when it releases the lease (outcome, duration, a one-line
-//     error), in the same store operation as the release.
+//   - Run status and history: the replica that ran a job's last occurrence
+//     records its Status when it releases the lease (outcome, duration, a
+//     one-line error), in the same store operation as the release, which
+//     also adds it to the job's history: the last DefaultHistoryLimit runs
+//     as RunRecords, newest first (Store.History).
 //   - Pause: a paused job's occurrences are refused by the lease acquire
 //     itself (lease.WithPauseCheck, lease.ErrPaused) on every replica,
 //     recorded as handled, neither missed nor caught up.

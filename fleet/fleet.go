@@ -61,13 +61,20 @@ type Status struct {
 	Occurrence time.Time
 	// Owner is the holder label of the run's lease (replica and job).
 	Owner string
+	// Replica is the instance ID of the replica that ran it
+	// (scheduler.WithInstanceID); "" when not given.
+	Replica string
+	// Attempt is the run's attempt at its occurrence: 1 for the first (0
+	// is read as 1).
+	Attempt int
 	// Fence is the run's fencing token.
 	Fence fencing.Token
 	// Started is when the lease was acquired, in the store's time.
 	Started time.Time
 	// Duration is how long the job ran, on the replica's clock.
 	Duration time.Duration
-	// Outcome is "succeeded", "failed", "panicked" or "timed_out".
+	// Outcome is "succeeded", "failed", "panicked" or "timed_out" (the
+	// Outcome constants).
 	Outcome string
 	// Error is the run's error cut to one line and MaxErrorBytes, with
 	// credentials in URLs removed (SanitizeError), or only its class when
@@ -94,7 +101,7 @@ type Trigger struct {
 }
 
 // Store is the control plane's storage: a lease store that also keeps the
-// registry, run status, pauses and triggers, in the slots of the jobs they
+// registry, run status and history, pauses and triggers, in the slots of the jobs they
 // concern where that matters (lease/redislease). Its methods are safe for
 // concurrent use and validate their arguments before any I/O
 // (lease.ErrInvalidArgument); other errors wrap lease's sentinels.
@@ -127,6 +134,15 @@ type Store interface {
 	ReleaseWithStatus(ctx context.Context, l *lease.Lease, st Status) (triggers int, err error)
 	// LastStatus returns the last run recorded for key, and false if none.
 	LastStatus(ctx context.Context, key string) (Status, bool, error)
+	// History returns key's recorded runs, newest first, skipping offset
+	// and returning at most limit (0: none, only the total), and how many
+	// the history holds in all. ReleaseWithStatus records each run there
+	// as well, in the same step; the history keeps the store's history
+	// limit (DefaultHistoryLimit unless configured) of the newest runs,
+	// survives the lease's release and does not expire. A key with no
+	// runs has an empty history. offset and limit must not be negative;
+	// a limit above the store's history limit reads up to that limit.
+	History(ctx context.Context, key string, offset, limit int) (runs []RunRecord, total int, err error)
 
 	// SetPause pauses key fleet-wide (acquires with lease.WithPauseCheck
 	// fail with lease.ErrPaused); a second call replaces the note.
@@ -142,7 +158,10 @@ type Store interface {
 	// PendingTriggers returns how many live triggers wait for key.
 	PendingTriggers(ctx context.Context, key string) (int, error)
 
-	// JobState reads what the store holds about key, in one operation.
+	// JobState reads what the store holds about key, in one operation:
+	// at one instant, or as reads of plain commands one after the other
+	// (lease/redislease: no script, so that read-only users can run it),
+	// as the store documents.
 	JobState(ctx context.Context, key string) (JobState, error)
 	// ForceRelease deletes the live lease on key whoever holds it, and
 	// returns what it was (lease.ErrNotFound when none is live). The holder
@@ -160,8 +179,8 @@ type Store interface {
 	Subscribe(ctx context.Context, fn func(Message)) (stop func(), err error)
 }
 
-// JobState is what a store holds about one job's key, read at one
-// instant of the store's time.
+// JobState is what a store holds about one job's key, read by one
+// JobState call at the store's time Now.
 type JobState struct {
 	// Now is the store's time when it was read: compare Holder.ExpiresAt
 	// with it, never with a local clock.

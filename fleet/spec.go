@@ -14,7 +14,8 @@ import (
 // from its Spec, with the scheduler's rules (an Every grid aligned to the
 // Unix epoch; a cron expression in its location, with cron's daylight
 // saving rules); the zero time when there is none left. It fails with
-// lease.ErrInvalidArgument on a spec it cannot read.
+// lease.ErrInvalidArgument on a spec it cannot read, and with ErrLocalZone
+// (which wraps it) on a cron spec in the zone "Local".
 func Next(spec string, t time.Time) (time.Time, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	switch kind {
@@ -31,6 +32,9 @@ func Next(spec string, t time.Time) (time.Time, error) {
 		i := strings.IndexByte(rest, ':')
 		if i < 0 {
 			break
+		}
+		if rest[:i] == "Local" {
+			return time.Time{}, fmt.Errorf("%w: spec %q", ErrLocalZone, spec)
 		}
 		loc, err := time.LoadLocation(rest[:i])
 		if err != nil {

@@ -33,3 +33,15 @@ func TestNext(t *testing.T) {
 		assert.ErrorIs(t, err, lease.ErrInvalidArgument, "%q", bad)
 	}
 }
+
+// TestNext_LocalZone: a cron spec in "Local" (the zone of the replica that
+// registered it) is refused, not read in the zone of the machine reading it.
+func TestNext_LocalZone(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
+	for _, spec := range []string{"cron:Local:0 2 * * *", "cron:Local:@hourly"} {
+		got, err := Next(spec, at)
+		require.ErrorIs(t, err, ErrLocalZone, spec)
+		assert.ErrorIs(t, err, lease.ErrInvalidArgument, spec)
+		assert.True(t, got.IsZero(), spec)
+	}
+}

@@ -142,3 +142,34 @@ func TestStart_Logs_ShortIDOnlyAtInfoAndAbove(t *testing.T) {
 		}, levels)
 	})
 }
+
+// TestStart_Logs_RetryInReadable: a JSON log of a failed renewal shows
+// when the next attempt comes as a person reads it ("50.693421ms", parsed
+// back by time.ParseDuration), not as a count of nanoseconds.
+func TestStart_Logs_RetryInReadable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFakeStore(clockwork.NewRealClock())
+		store.setExtendHook(func(_ context.Context, n int) error {
+			if n == 1 {
+				return errUnavailable
+			}
+			return nil
+		})
+		l := acquire(t, store, "k", ttl)
+		var buf syncBuffer
+		logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		_, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithLogger(logger))
+		require.NoError(t, err)
+		time.Sleep(interval + interval/2)
+		require.NoError(t, stop())
+
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(buf.String()), &rec), buf.String())
+		assert.Equal(t, "heartbeat: extend failed, retrying", rec["msg"])
+		text, ok := rec["retry_in"].(string)
+		require.True(t, ok, "retry_in is a duration's text, not %T: %s", rec["retry_in"], buf.String())
+		d, err := time.ParseDuration(text)
+		require.NoError(t, err)
+		assert.Positive(t, d)
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/cronguard/cronguard/internal/leasekit"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -125,7 +126,7 @@ loop:
 				// Back off, but keep attempts coming before the cut-off.
 				wait := min(retry.NextBackOff(), max(cutoffAt().Sub(clock.Now())/2, time.Millisecond))
 				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt, Err: r.err},
-					slog.Duration("retry_in", wait))
+					logattr.Duration("retry_in", wait))
 				renew.Reset(wait)
 			}
 		}

@@ -15,16 +15,30 @@
 //
 // The fleet's jobs are the union, by name, of the jobs its live replicas
 // registered (the registry; fleet.Store.Replicas). For each job, one read
-// of the store (fleet.Store.JobState) gives, at one instant of the store's
-// time: the live lease (holder label, fence, time left, measured against
-// the store's clock, never the local one), the last occurrence claimed,
-// the last run's status, the pause and the pending triggers. Jobs does
-// one such read per job (see its cost there); Job one.
+// of the store (fleet.Store.JobState) gives the live lease (holder label,
+// fence, time left, measured against the store's clock, never the local
+// one), the last occurrence claimed, the last run's status, the pause and
+// the pending triggers. Jobs does one such read per job (see its cost
+// there); Job one.
+//
+// Every read is plain read commands, never a script: on lease/redislease
+// the registry is TIME, ZRANGE and MGET, a job's state TIME, GET and
+// LRANGE in one pipeline. So the read methods (Replicas, Jobs, Job) work
+// for a Redis user that may run no script (docs/redis-acl.md, the
+// read-only user), and cannot hold up the server. A new read of the
+// fleet (a job's run history, say) follows the same rule: more plain
+// reads in the job's slot, added to the job's pipeline, not a script.
 //
 // # What it guarantees, and what it does not
 //
-//   - What it shows is a snapshot: runs start and end, replicas come and
-//     go, between the read and the display.
+//   - What it shows is not one snapshot of the fleet: runs start and end,
+//     replicas come and go, between the read and the display, and between
+//     one read and the next. On lease/memory a job's state is read under
+//     one lock; on lease/redislease it is one pipeline of plain reads, each
+//     exact as of its own instant, which another client's command can
+//     (rarely) fall between: a run that ends in between shows, for that
+//     read, as neither running nor recorded, never as both. Different jobs,
+//     and the registry, are read at different instants.
 //   - The registry is advisory. A replica that died stays listed for up to
 //     three of its refresh periods (15s by default); its jobs with it. A
 //     job that no live replica registered is unknown (ErrUnknownJob) even

@@ -12,7 +12,8 @@ import (
 )
 
 // Job is one job of the fleet, as its live replicas registered it and as
-// the store holds it, read at one instant of the store's time (Now).
+// the store holds it, read by one job state read at the store's time Now
+// (see the package documentation for how consistent that read is).
 type Job struct {
 	// Name is the job's name.
 	Name string
@@ -31,8 +32,9 @@ type Job struct {
 	// the conflict logs it and emits scheduler.EventConflict; the
 	// Registrations say who has what.
 	Conflict bool
-	// Now is the store's time when the job's state was read: every
-	// duration below is measured against it, never against a local clock.
+	// Now is the store's time when the job's state was read (on
+	// lease/redislease, just before its other reads): every duration below
+	// is measured against it, never against a local clock.
 	Now time.Time
 	// Holder is the live lease on the job (a run in progress), or nil.
 	Holder *Holder
@@ -116,14 +118,15 @@ func (r Run) Ended() time.Time { return r.Started.Add(r.Duration) }
 //
 // It reads the registry once (Replicas) and then each job's state once
 // (fleet.Store.JobState), up to WithConcurrency reads at a time. On
-// lease/redislease a job's read is one script in the job's slot: TIME, four
-// GETs and an LRANGE of the job's trigger queue (O(1) plus the queued
-// triggers), a few microseconds of server time; the reads share the
-// client's pipeline. So Jobs costs two round trips for the registry plus
-// one per job, divided among the concurrent reads: a fleet of 1,000 jobs
-// is 1,000 small scripts. Each job's state is consistent in itself (one
-// instant of the store's time, Job.Now); different jobs are read at
-// slightly different instants.
+// lease/redislease a job's read is one pipeline of plain commands to the
+// job's slot: TIME, four GETs and an LRANGE of the job's trigger queue
+// (O(1) plus the queued triggers), a few microseconds of server time, and
+// no script; the reads share the client's connection. So Jobs costs two
+// round trips for the registry plus one per job, divided among the
+// concurrent reads: a fleet of 1,000 jobs is 1,000 pipelines of six
+// commands. Each job's state is read at its own Job.Now (see the package
+// documentation for how consistent one read is); different jobs are read
+// at slightly different instants.
 func (in *Inspector) Jobs(ctx context.Context) ([]Job, error) {
 	replicas, err := in.store.Replicas(ctx)
 	if err != nil {

@@ -15,8 +15,8 @@ type AcquireOptions struct {
 	// MaxSkew, when positive, says Round is a time in Unix milliseconds and
 	// must not lie further ahead of the server's clock than MaxSkew.
 	MaxSkew time.Duration
-	// Owner is the holder label stored with the lease; it overrides the
-	// Store's default owner when non-empty.
+	// Owner is the holder label stored with the lease; empty stores no
+	// label. Stores apply no default of their own.
 	Owner string
 	// PauseCheck makes the acquire fail with ErrPaused while the key is
 	// paused (WithPauseCheck).
@@ -57,7 +57,11 @@ func WithRoundTime(t time.Time, maxSkew time.Duration) AcquireOption {
 
 // WithOwner stores a free-text holder label with the lease (for example
 // "host/pid/job"), shown by Lookup. It is not a proof of ownership. The
-// label must pass ValidateOwner.
+// label must pass ValidateOwner. Default: none. An acquire without it, or
+// with the empty label, stores no label, in every Store (Lease.Owner and
+// Info.Owner are ""); a later WithOwner in one acquire's options replaces
+// an earlier one. The scheduler labels its leases itself
+// (scheduler.WithOwner, default "<instance ID>/<job>").
 func WithOwner(owner string) AcquireOption {
 	return func(o *AcquireOptions) { o.Owner = owner }
 }
@@ -97,7 +101,7 @@ const MaxOwnerLen = 256
 // ValidateOwner checks an owner label: valid UTF-8, at most MaxOwnerLen
 // bytes, and no control characters (C0, DEL or C1: no tabs, newlines or
 // NULs), so that a label reads the same in every store, log line and
-// terminal. The empty label is valid: it stores no label.
+// terminal. The empty label is valid: it stores no label (see WithOwner).
 func ValidateOwner(owner string) error {
 	if len(owner) > MaxOwnerLen {
 		return invalid("owner must be at most %d bytes, got %d", MaxOwnerLen, len(owner))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -128,7 +129,7 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 		}
 		wait := min(b.NextBackOff(), left)
 		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Int("try", attempt),
-			slog.Duration("retry_in", wait), slog.Any("error", err)}
+			logattr.Duration("retry_in", wait), slog.Any("error", err)}
 		if attempt == 1 {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
 		} else {
@@ -170,7 +171,7 @@ func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Leas
 			return l, err
 		}
 		s.log.LogAttrs(context.Background(), slog.LevelDebug, "occurrence waits again for the job's running one",
-			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Duration("left", until.Sub(s.cfg.clock.Now())))
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), logattr.Duration("left", until.Sub(s.cfg.clock.Now())))
 	}
 }
 

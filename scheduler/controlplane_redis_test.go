@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,33 +82,39 @@ func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
 
 // The registry's refresh does a constant amount of work whatever the
 // number of jobs: one script of the same four commands for 10 jobs as for
-// 10,000.
+// 10,000. The refreshes are driven by a fake clock, one at a time, so a
+// loaded machine can neither let the entry lapse (its TTL runs on the
+// server's clock: minutes here) nor run two refreshes into one window.
 func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
 	t.Parallel()
-	const refresh = 500 * time.Millisecond // also the publish's timeout: room for an entry of 10,000 jobs
+	const refresh = time.Minute
 	perRefresh := func(t *testing.T, jobs int) map[string]float64 {
 		srv := testutil.StartRedis(t)
 		admin := srv.Client(t)
 		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
-		s := newScheduler(t, store, WithRegistryRefresh(refresh))
+		clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+		s := newScheduler(t, store, WithRegistryRefresh(refresh), WithClock(clock))
 		for i := range jobs {
 			require.NoError(t, s.Register(fmt.Sprintf("job-%05d", i), Every(24*time.Hour), func(context.Context) error { return nil }))
 		}
 		require.NoError(t, s.Start())
-		// Steady state: the entry is published, and two refreshes came
-		// after it (the first reads the conflicts once: a new generation).
 		waitUntilHolds(t, "the replica is in the registry", func() bool {
 			n, err := admin.Do(t.Context(), admin.B().Zcard().Key("cronguard:fleet:{fleet}:replicas").Build()).AsInt64()
 			return err == nil && n == 1
 		})
-		refreshes := func(n int64) func() bool {
-			return func() bool { return callsByCommand(t, admin)["evalsha"] >= n }
+		// Each tick of the fake clock is one refresh: the registry's loop
+		// made its ticker before it published, and runs one step at a time.
+		refreshes := func(n int64) {
+			t.Helper()
+			require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
+			for i := int64(1); i <= n; i++ {
+				clock.Advance(refresh)
+				waitUntilHolds(t, fmt.Sprintf("refresh %d of %d", i, n), func() bool { return callsByCommand(t, admin)["evalsha"] >= i })
+			}
 		}
-		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
-		waitUntilHolds(t, "two refreshes after the publish", refreshes(2))
-		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
-		waitUntilHolds(t, "five refreshes", refreshes(5))
+		refreshes(2) // steady state: the first refresh reads the conflicts once (a new generation)
+		refreshes(5)
 		calls := callsByCommand(t, admin)
 		shutdown(t, s)
 		n := float64(calls["evalsha"])

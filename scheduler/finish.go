@@ -10,6 +10,7 @@ import (
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/internal/retry"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -97,6 +98,8 @@ func (r *run) status(end Event) fleet.Status {
 	st := fleet.Status{
 		Occurrence: r.info.Occurrence,
 		Owner:      r.lease.Owner,
+		Replica:    r.info.Replica,
+		Attempt:    1, // every run is its occurrence's first attempt
 		Fence:      r.lease.Fence,
 		Started:    r.lease.AcquiredAt,
 		Duration:   end.Duration,
@@ -171,7 +174,7 @@ func (s *Scheduler) announceDone(r *run, st fleet.Status) {
 
 // outcome logs how the run ended and returns its end event.
 func (s *Scheduler) outcome(r *run, end *exit, took time.Duration) Event {
-	tookAttr := slog.Duration("took", took)
+	tookAttr := logattr.Duration("took", took)
 	switch {
 	case end.how == exitPanicked:
 		r.log.Error("job panicked", slog.Any("error", end.err), tookAttr, slog.String("stack", string(end.stack)))
@@ -205,7 +208,7 @@ func (s *Scheduler) reportOutlived(r *run, lost error) {
 	}
 	attrs := []slog.Attr{slog.String("effect", "another replica may have run the job meanwhile; only fenced writes are safe")}
 	if by > 0 {
-		attrs = append(attrs, slog.Duration("past_deadline", by))
+		attrs = append(attrs, logattr.Duration("past_deadline", by))
 	}
 	if lost != nil {
 		attrs = append(attrs, slog.Any("cause", lost))
@@ -233,7 +236,7 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 		}
 	}
 	attempts, err := retry.Do(ctx, op, func(err error, wait time.Duration) {
-		r.log.Debug("job lease release failed; retrying", slog.Any("error", err), slog.Duration("retry_in", wait))
+		r.log.Debug("job lease release failed; retrying", slog.Any("error", err), logattr.Duration("retry_in", wait))
 	})
 	var nh *lease.NotHeldError
 	switch {

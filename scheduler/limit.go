@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/internal/retry"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -160,7 +161,7 @@ func (s *Scheduler) releaseSlot(r *run, l *lease.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
 	defer cancel()
 	attempts, err := retry.Do(ctx, l.Release, func(err error, wait time.Duration) {
-		r.log.Debug("concurrency slot release failed; retrying", slog.Any("error", err), slog.Duration("retry_in", wait))
+		r.log.Debug("concurrency slot release failed; retrying", slog.Any("error", err), logattr.Duration("retry_in", wait))
 	})
 	var nh *lease.NotHeldError
 	switch {

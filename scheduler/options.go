@@ -10,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/cronguard/cronguard/internal/cronexpr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -88,11 +89,20 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithLocation sets the time zone in which cron expressions are read.
 // Default: UTC. Every replica must use the same location (or zone-prefixed
-// expressions), or they will not agree on occurrences. It must not be nil.
+// expressions), or they will not agree on occurrences; the location's name
+// is part of each cron job's fingerprint, so replicas that differ report a
+// conflict. It must not be nil, and must not be time.Local (or any location
+// named "Local"): that is the zone of whichever machine a replica runs on,
+// so replicas in New York and Berlin would run "0 2 * * *" six hours apart
+// under one name. Load the zone by its IANA name instead, for example
+// time.LoadLocation("Europe/Berlin").
 func WithLocation(loc *time.Location) Option {
 	return func(c *config) error {
-		if loc == nil {
+		switch {
+		case loc == nil:
 			return invalidOption("WithLocation: location must not be nil")
+		case cronexpr.IsLocal(loc):
+			return invalidOption("WithLocation: location %q is the zone of the machine it runs on, which replicas may not share: load an IANA zone by name, such as time.LoadLocation(\"Europe/Berlin\")", loc)
 		}
 		c.location = loc
 		return nil

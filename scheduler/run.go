@@ -11,6 +11,7 @@ import (
 
 	"github.com/cronguard/cronguard/fencing"
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -155,7 +156,7 @@ func (s *Scheduler) execute(r *run) {
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
-	r.log.Info("job started", slog.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
+	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
 	call(ctx, r.reg.fn, &end)
 }
 

@@ -46,6 +46,9 @@ type Proxy struct {
 	closed bool
 	links  map[*proxyLink]struct{}
 
+	countsMu sync.Mutex
+	counts   []*RequestCount // CountRequests' counters, each fed by deliver
+
 	wg sync.WaitGroup
 }
 
@@ -282,6 +285,7 @@ func (p *Proxy) deliver(l *proxyLink, dst net.Conn, chunk []byte) bool {
 		return false // dropped, and the link closed: the reply is lost
 	}
 	if dst == l.server {
+		p.count(chunk)
 		if m := p.loseReply.Load(); m != nil && bytes.Contains(chunk, *m) && p.loseReply.CompareAndSwap(m, nil) {
 			l.loseReply.Store(true)
 		}

@@ -76,12 +76,30 @@ func (r *Redis) Restart() {
 // after a restore from a snapshot. change may be nil.
 func (r *Redis) RestartWith(change func(dir string)) {
 	r.t.Helper()
+	r.restart("Restart", change, false)
+}
+
+// Crash kills the server with SIGKILL, as a crash or an OOM kill would,
+// and starts it again with the same arguments, port and directory,
+// returning once it answers PING. Unlike Restart, requests the server had
+// received but not answered (a paused server's, say) are never run and
+// never answered: their clients see the connection break and cannot know
+// the outcome. What survives is what was on disk: with "--appendfsync
+// always", every acknowledged write. The test fails if the server is not
+// running or does not come back.
+func (r *Redis) Crash() {
+	r.t.Helper()
+	r.restart("Crash", nil, true)
+}
+
+func (r *Redis) restart(op string, change func(dir string), crash bool) {
+	r.t.Helper()
 	r.mu.Lock()
 	cmd := r.cmd
 	r.cmd = nil
 	r.mu.Unlock()
 	if cmd == nil {
-		r.t.Fatalf("testutil: Redis.Restart: redis-server on %s is not running", r.Addr)
+		r.t.Fatalf("testutil: Redis.%s: redis-server on %s is not running", op, r.Addr)
 		return
 	}
 	done := make(chan struct{})
@@ -89,8 +107,12 @@ func (r *Redis) RestartWith(change func(dir string)) {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if crash {
+		_ = cmd.Process.Kill() // SIGKILL ends a paused (SIGSTOP) process too
+	} else {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
 	timer := time.NewTimer(redisShutdownTimeout)
 	select {
 	case <-done:
@@ -103,7 +125,7 @@ func (r *Redis) RestartWith(change func(dir string)) {
 		change(r.Dir)
 	}
 	if err := r.start(); err != nil {
-		r.t.Fatalf("testutil: Redis.Restart: %v", err)
+		r.t.Fatalf("testutil: Redis.%s: %v", op, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,13 +19,15 @@ import (
 )
 
 // The grants of the command's two users (docs/redis-acl.md, "The cronguard
-// command"): the read-only user's, and what the operator's adds. The
-// operator's opsWakeCommands let release --force wake the key's waiters;
-// without them the release works and waiters poll, so no command fails.
+// command"): the read-only user's, plain reads and no script, and what the
+// operator's adds, scripts first. The operator's opsWakeCommands let
+// release --force wake the key's waiters; without them the release works
+// and waiters poll, so no command fails.
 var (
-	readCommands    = []string{"+evalsha", "+eval", "+time", "+get", "+lrange", "+zrange", "+mget"}
-	opsCommands     = []string{"+set", "+del", "+rpush", "+pttl", "+pexpire", "+publish", "+subscribe"}
-	opsWakeCommands = []string{"+spublish"}
+	readCommands      = []string{"+time", "+get", "+lrange", "+llen", "+zrange", "+mget"}
+	opsScriptCommands = []string{"+evalsha", "+eval"}
+	opsCommands       = []string{"+set", "+del", "+rpush", "+pttl", "+pexpire", "+publish", "+subscribe"}
+	opsWakeCommands   = []string{"+spublish"}
 )
 
 // aclRules returns the ACL SETUSER rules (after the user name) for a user
@@ -43,7 +47,7 @@ func readRules(prefix string) []string {
 }
 
 func opsGrants() []string {
-	return slices.Concat(readCommands, opsCommands, []string{"+ping"}, opsWakeCommands)
+	return slices.Concat(opsScriptCommands, readCommands, opsCommands, []string{"+ping"}, opsWakeCommands)
 }
 
 // harmlessDenials are what rueidis sends and works without (see
@@ -70,7 +74,8 @@ func TestCLI_ACL(t *testing.T) {
 			return cli(t, nil, append([]string{"--redis", "redis://" + user + ":secret@" + f.redis.Addr, "--prefix", f.prefix}, args...)...)
 		}
 	}
-	reads := [][]string{{"replicas"}, {"replicas", "--json"}, {"jobs"}, {"jobs", "--json"}, {"job", "rebuild"}, {"job", "rebuild", "--json"}}
+	reads := [][]string{{"replicas"}, {"replicas", "--json"}, {"jobs"}, {"jobs", "--json"}, {"job", "rebuild"}, {"job", "rebuild", "--json"},
+		{"history", "rebuild"}, {"history", "rebuild", "--json"}}
 	// changes runs the commands that change the fleet and returns the first
 	// failure's result, or a zero result. release needs a live lease: one
 	// is taken first, as a stuck holder's.
@@ -107,6 +112,7 @@ func TestCLI_ACL(t *testing.T) {
 			assert.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
 		}
 		assert.Empty(t, testutil.ACLDenials(t, f.admin, "cg-read", harmlessDenials...), "Redis refused the reads nothing")
+		assertRunsNoScript(t, userClient(t, f.redis.Addr, "cg-read"))
 
 		for _, args := range [][]string{{"pause", "report", "--note", "x"}, {"resume", "report"}, {"trigger", "report"}, {"release", "rebuild", "--force"}} {
 			r := cg(t, args...)
@@ -139,7 +145,7 @@ func TestCLI_ACL(t *testing.T) {
 	// Without any one grant, some command fails, and Redis says it refused
 	// exactly that. Sequential: the missing EVAL needs the script cache
 	// flushed just before.
-	missing := append(append(slices.Clone(readCommands), opsCommands...), "&channel")
+	missing := slices.Concat(readCommands, opsScriptCommands, opsCommands, []string{"&channel"})
 	for _, gone := range missing {
 		t.Run("Missing"+strings.ToUpper(strings.TrimLeft(gone, "+&")), func(t *testing.T) {
 			user := "cg-no-" + strings.TrimLeft(gone, "+&")
@@ -168,5 +174,87 @@ func TestCLI_ACL(t *testing.T) {
 			}
 			assert.Contains(t, testutil.ACLDenials(t, f.admin, user), object, "Redis refused %s", object)
 		})
+	}
+}
+
+// TestCLI_ACL_ReadOnlyUserRunsNoScript holds the read-only line to what
+// "read-only" promises. A script runs until it returns or SCRIPT KILL
+// ends it, and meanwhile Redis answers every other client BUSY: a user
+// who may run any script can stall every replica's heartbeat. So the
+// read-only user must be refused every way of running one (EVAL, EVALSHA,
+// their _RO forms, FCALL, FUNCTION, SCRIPT), and another client's GET must
+// go on working while it tries.
+func TestCLI_ACL_ReadOnlyUserRunsNoScript(t *testing.T) {
+	// lua-time-limit: a running script makes Redis answer BUSY after 50ms
+	// (not the default 5s), so a script the line lets through shows at once.
+	srv := testutil.StartRedis(t, "--lua-time-limit", "50")
+	admin := srv.Client(t)
+	ctx := t.Context()
+	t.Cleanup(func() { // ends a script the line let through, whatever failed
+		_ = admin.Do(context.Background(), admin.B().ScriptKill().Build()).Error()
+	})
+	testutil.SetACLUser(t, admin, "cg-read", readRules("cronguard")...)
+	reader := userClient(t, srv.Addr, "cg-read")
+	require.NoError(t, admin.Do(ctx, admin.B().Set().Key("cronguard:heartbeat").Value("1").Build()).Error())
+
+	looped := make(chan error, 1)
+	go func() {
+		looped <- reader.Do(ctx, reader.B().Eval().Script("while true do end").Numkeys(0).Build()).Error()
+	}()
+	select {
+	case err := <-looped:
+		assertNoPerm(t, err, "eval")
+	case <-time.After(2 * time.Second): // a bound for the failure only: the refusal comes at once
+		getCtx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		getErr := admin.Do(getCtx, admin.B().Get().Key("cronguard:heartbeat").Build()).Error()
+		require.NoError(t, admin.Do(ctx, admin.B().ScriptKill().Build()).Error())
+		<-looped
+		t.Fatalf("the read-only user runs a script that never ends; meanwhile another client's GET got: %v", getErr)
+	}
+	got, err := admin.Do(ctx, admin.B().Get().Key("cronguard:heartbeat").Build()).ToString()
+	require.NoError(t, err, "another client's GET is answered")
+	assert.Equal(t, "1", got)
+
+	assertRunsNoScript(t, reader)
+}
+
+// assertRunsNoScript asserts that Redis refuses reader every way of running a
+// script (harmless ones: they would return at once if let through).
+func assertRunsNoScript(t *testing.T, reader rueidis.Client) {
+	t.Helper()
+	const sha = "0000000000000000000000000000000000000000"
+	for name, cmd := range map[string]rueidis.Completed{
+		"eval":          reader.B().Eval().Script("return 1").Numkeys(0).Build(),
+		"eval_ro":       reader.B().EvalRo().Script("return 1").Numkeys(0).Build(),
+		"evalsha":       reader.B().Evalsha().Sha1(sha).Numkeys(0).Build(),
+		"evalsha_ro":    reader.B().EvalshaRo().Sha1(sha).Numkeys(0).Build(),
+		"fcall":         reader.B().Fcall().Function("f").Numkeys(0).Build(),
+		"fcall_ro":      reader.B().FcallRo().Function("f").Numkeys(0).Build(),
+		"function|load": reader.B().FunctionLoad().FunctionCode("#!lua name=cg\nredis.register_function('f', function() return 1 end)").Build(),
+		"script|load":   reader.B().ScriptLoad().Script("return 1").Build(),
+		"script|kill":   reader.B().ScriptKill().Build(),
+	} {
+		assertNoPerm(t, reader.Do(t.Context(), cmd).Error(), name)
+	}
+}
+
+// userClient returns a client of the server at addr as user (password
+// "secret"), closed when t ends.
+func userClient(t *testing.T, addr, user string) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{addr}, Username: user, Password: "secret", DisableCache: true,
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// assertNoPerm asserts that err is Redis refusing the user command.
+func assertNoPerm(t *testing.T, err error, command string) {
+	t.Helper()
+	if assert.Error(t, err, "%s must be refused", command) {
+		assert.Contains(t, err.Error(), "NOPERM", "%s must be refused by the ACL", command)
 	}
 }

@@ -115,6 +115,9 @@ type options struct {
 	timeout time.Duration
 	ttl     time.Duration
 	force   bool
+	limit   int             // history
+	offset  int             // history
+	serve   *serveConfig    // serve's own flags (serve.go)
 	set     map[string]bool // the flags given
 }
 

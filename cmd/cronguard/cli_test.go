@@ -26,6 +26,7 @@ func TestRun_Help(t *testing.T) {
 		{[]string{"jobs", "--help"}, "Usage: cronguard jobs"},
 		{[]string{"job", "--help"}, "Usage: cronguard job NAME"},
 		{[]string{"job", "report", "-h"}, "Usage: cronguard job NAME"},
+		{[]string{"history", "--help"}, "Usage: cronguard history NAME [--limit N] [--offset N]"},
 		{[]string{"pause", "--help"}, "Usage: cronguard pause NAME --note TEXT"},
 		{[]string{"resume", "--help"}, "Usage: cronguard resume NAME"},
 		{[]string{"trigger", "--help"}, "--timeout D"},
@@ -51,8 +52,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"NoCommand", nil, "cronguard: missing command: one of replicas, jobs, job, pause, resume, trigger, release (see cronguard --help)"},
-		{"UnknownCommand", []string{"status"}, `cronguard: unknown command "status": one of replicas, jobs, job, pause, resume, trigger, release`},
+		{"NoCommand", nil, "cronguard: missing command: one of replicas, jobs, job, history, pause, resume, trigger, release, serve (see cronguard --help)"},
+		{"UnknownCommand", []string{"status"}, `cronguard: unknown command "status": one of replicas, jobs, job, history, pause, resume, trigger, release, serve`},
 		{"UnknownGlobalFlag", []string{"--verbose", "jobs"}, "cronguard: flag provided but not defined: -verbose (see cronguard --help)"},
 		{"UnknownFlag", []string{"jobs", "--all"}, "cronguard: jobs: flag provided but not defined: -all (see cronguard jobs --help)"},
 		{"MissingName", []string{"job"}, "cronguard: job: missing the job's NAME (see cronguard job --help)"},
@@ -66,6 +67,8 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"BadTTL", []string{"trigger", "report", "--ttl", "25h"}, "--ttl must be a whole number of milliseconds from 1ms to 24h0m0s, got 25h0m0s"},
 		{"BadDuration", []string{"trigger", "report", "--wait", "--timeout", "soon"}, `invalid value "soon" for flag -timeout`},
 		{"BadBool", []string{"--json=maybe", "jobs"}, `invalid boolean value "maybe" for -json`},
+		{"HistoryZeroLimit", []string{"history", "report", "--limit", "0"}, "cronguard: history: --limit must be at least 1, got 0"},
+		{"HistoryNegativeOffset", []string{"history", "report", "--offset", "-1"}, "cronguard: history: --offset must not be negative, got -1"},
 		{"HelpUnknownTopic", []string{"help", "status"}, `cronguard: help: unknown topic "status"`},
 		{"BadPrefix", []string{"--prefix", "a{b}", "jobs"}, `cronguard: --prefix "a{b}": key prefix must not contain braces`},
 		{"ReservedPrefix", []string{"--prefix", "app:fence", "jobs"}, `reserved segment "fence"`},
@@ -173,7 +176,8 @@ func TestClean_ControlCharacters(t *testing.T) {
 // cronguard help json names every field the JSON output has.
 func TestJSONHelp_DocumentsEveryField(t *testing.T) {
 	for _, v := range []any{replicasJSON{}, replicaJSON{}, jobsJSON{}, jobJSON{}, registrationJSON{}, holderJSON{}, runJSON{},
-		pauseJSON{}, pausedJSON{}, resumedJSON{}, triggerJSON{}, triggeredJSON{}, releasedJSON{}, releaseJSON{}} {
+		pauseJSON{}, pausedJSON{}, resumedJSON{}, triggerJSON{}, triggeredJSON{}, releasedJSON{}, releaseJSON{},
+		historyJSON{}, runRecordJSON{}} {
 		typ := reflect.TypeOf(v)
 		for i := range typ.NumField() {
 			tag := typ.Field(i).Tag.Get("json")

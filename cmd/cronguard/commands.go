@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -21,6 +22,7 @@ var commands = []command{
 	{name: "replicas", summary: "list the live replicas", help: replicasHelp, run: runReplicas},
 	{name: "jobs", summary: "list the fleet's jobs: where each runs, its last run, its next occurrence", help: jobsHelp, run: runJobs},
 	{name: "job", args: "NAME", summary: "show one job in detail", help: jobHelp, run: runJob},
+	historyCommand,
 	{name: "pause", args: "NAME", summary: "pause a job on every replica", help: pauseHelp, run: runPause,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.note, "note", "", "")
@@ -62,6 +64,8 @@ var commands = []command{
 			}
 			return nil
 		}},
+	{name: "serve", summary: "serve the web console (read-only unless --actions)", help: serveHelp,
+		flags: serveFlags, check: serveCheck, run: runServe},
 }
 
 func runReplicas(ctx context.Context, s *session, _ string) error {
@@ -129,9 +133,9 @@ func runJobs(ctx context.Context, s *session, _ string) error {
 		if r := j.LastRun; r != nil {
 			last = fmt.Sprintf("%s in %s, %s", r.Outcome, span(r.Duration), relative(r.Ended(), j.Now))
 		}
-		next := "-"
-		if !j.Next.IsZero() {
-			next = at(j.Next, j.Now)
+		next := nextOccurrence(j, "-")
+		if localZone(j) {
+			next = "unknown zone"
 		}
 		t.row(j.Name, j.Schedule, fmt.Sprint(len(j.Registrations)), running, last, next, notes(j))
 		if j.Conflict {
@@ -146,6 +150,28 @@ func runJobs(ctx context.Context, s *session, _ string) error {
 			clean(j.Name), registrationList(j), clean(j.Name))
 	}
 	return nil
+}
+
+// nextOccurrence is j's next occurrence as the tables print it, or none
+// when it has none.
+func nextOccurrence(j inspect.Job, none string) string {
+	if j.Next.IsZero() {
+		return none
+	}
+	return at(j.Next, j.Now)
+}
+
+// localZone reports whether j's schedule is a cron expression read in the
+// zone "Local" (fleet.ErrLocalZone): the zone of the machine of the replica
+// that registered it, which the registry does not record. Its next
+// occurrence is unknown here, and reading it in this machine's zone would
+// print a wrong time.
+func localZone(j inspect.Job) bool {
+	if !j.Next.IsZero() {
+		return false
+	}
+	_, err := fleet.Next(j.Spec, j.Now)
+	return errors.Is(err, fleet.ErrLocalZone)
 }
 
 // holderName names who holds a lease: its replica, else its label.
@@ -241,10 +267,10 @@ func writeJob(s *session, j inspect.Job) error {
 		t.row("paused:", "no")
 	}
 	t.row("triggers:", fmt.Sprintf("%d pending", j.PendingTriggers))
-	if j.Next.IsZero() {
-		t.row("next:", "-")
+	if localZone(j) {
+		t.row("next:", "unknown: the schedule is in zone Local, the registering replica's own")
 	} else {
-		t.row("next:", at(j.Next, now))
+		t.row("next:", nextOccurrence(j, "-"))
 	}
 	t.row("store time:", now.Local().Format("2006-01-02 15:04:05.000"))
 	if err := t.flush(); err != nil {
@@ -300,9 +326,9 @@ func runResume(ctx context.Context, s *session, name string) error {
 		fmt.Fprintf(s.env.stdout, "%s was not paused\n", clean(name))
 		return nil
 	}
-	next := "none left"
-	if !j.Next.IsZero() {
-		next = at(j.Next, j.Now)
+	next := nextOccurrence(j, "none left")
+	if localZone(j) {
+		next = "unknown (the schedule is in zone Local, the registering replica's own)"
 	}
 	fmt.Fprintf(s.env.stdout, "resumed %s; the occurrences skipped while it was paused are not run; next occurrence %s\n", clean(name), next)
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
@@ -429,4 +430,30 @@ func TestLeft(t *testing.T) {
 	assert.Equal(t, "1.8s left", left(1800*time.Millisecond))
 	assert.Equal(t, "expiring", left(0))
 	assert.Equal(t, "expiring", left(-300*time.Millisecond))
+}
+
+// A replica of an older version that read its cron expression in
+// time.Local registered the zone "Local": the CLI cannot know that
+// machine's zone and must not read it in its own, so the next occurrence
+// shows as unknown (null in JSON), never as a time.
+func TestCLI_Jobs_LocalZone(t *testing.T) {
+	f := newTestFleet(t)
+	store, err := redislease.New(f.admin, redislease.WithPrefix(f.prefix))
+	require.NoError(t, err)
+	_, err = store.PublishReplica(t.Context(), fleet.Replica{ID: "old-replica", Version: "v0.9.0", Started: time.Now(), Refresh: time.Minute,
+		Jobs: []fleet.Job{{Name: "nightly", Key: "job:nightly", Schedule: `cron("0 2 * * *")`, Spec: "cron:Local:0 2 * * *", Fingerprint: "f"}}}, time.Minute)
+	require.NoError(t, err)
+
+	r := f.cli(t, "jobs")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Regexp(t, `^nightly\s+cron\("0 2 \* \* \*"\)\s+1\s+-\s+-\s+unknown zone\s*$`, lineOf(t, r.stdout, "nightly "))
+
+	r = f.cli(t, "job", "nightly")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Regexp(t, `^next:\s+unknown: the schedule is in zone Local, the registering replica's own$`, lineOf(t, r.stdout, "next:"))
+
+	r = f.cli(t, "job", "nightly", "--json")
+	var j jobJSON
+	decode(t, r.stdout, &j)
+	assert.Nil(t, j.Next)
 }

@@ -10,10 +10,12 @@ Commands:
   replicas                  list the live replicas
   jobs                      list the fleet's jobs: where each runs, its last run, its next occurrence
   job NAME                  show one job in detail
+  history NAME              list a job's last runs, newest first
   pause NAME --note TEXT    pause a job on every replica (a run in progress finishes)
   resume NAME               resume a paused job (the occurrences it skipped are not run)
   trigger NAME [--wait]     run a job now, once, on one replica
   release NAME --force      force-release a job's lease (unsafe unless the job is fenced)
+  serve [--addr HOST:PORT]  serve the web console (read-only unless --auth-file and --actions)
   help [COMMAND | json]     show a command's help, or the fields of the JSON output
 
 Global flags (accepted before or after the command):
@@ -57,12 +59,14 @@ Lists every job the live replicas registered, with:
   RUNNING ON  the replica holding its lease now, and the time left on the lease
               by the store's clock (the heartbeat renews it every third of it)
   LAST RUN    the last run's outcome, how long it took and how long ago it ended
-  NEXT        the next occurrence of its schedule
+  NEXT        the next occurrence of its schedule; "unknown zone" when a replica
+              registered a cron schedule in the zone Local (its machine's own,
+              which the registry does not record)
   NOTES       paused, conflict (replicas registered it differently), pending
               triggers, last run triggered
 
-Reads the registry once and each job's state once (one small Redis script per
-job).
+Reads the registry once and each job's state once (one pipelined round trip of
+plain reads per job: no script, so the read-only ACL user suffices).
 `
 
 const jobHelp = `Usage: cronguard job NAME [--json]
@@ -153,11 +157,16 @@ job NAME:  Job
     "lastRun": null | Run,
     "paused": null | {"by", "note", "since"},
     "pendingTriggers": int,
-    "next": time | null
+    "next": time | null (null when none is left or the zone is unknown)
   }
   Run: {"occurrence", "owner", "replica", "fence", "started", "durationMs",
         "outcome" ("succeeded", "failed", "panicked", "timed_out"),
         "error", "trigger" ("" for a scheduled run)}
+
+history NAME: {"job", "total" (runs kept), "offset", "runs": [RunRecord]}
+  RunRecord: {"occurrence", "attempt" (1 for the first), "replica", "started",
+              "ended", "outcome" (as Run's, or "interrupted", "given_up"),
+              "error", "fence", "trigger" ("" for a scheduled run)}
 
 pause:     {"job", "paused": {"by", "note", "since"}}
 resume:    {"job", "wasPaused": bool, "next": time | null}

@@ -7,8 +7,9 @@
 //	cronguard [--redis URL] [--prefix P] [--json] COMMAND [flags] [NAME]
 //
 // Commands: replicas, jobs, job NAME, pause NAME --note TEXT, resume NAME,
-// trigger NAME [--wait], release NAME --force. Run cronguard --help for the
-// flags, exit codes and the JSON output's fields.
+// trigger NAME [--wait], release NAME --force, and serve, which serves the
+// web console (package console). Run cronguard --help for the flags, exit
+// codes and the JSON output's fields.
 //
 // Install it from a clone of the repository with
 //

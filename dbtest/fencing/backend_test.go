@@ -41,6 +41,10 @@ type backend struct {
 	dialect fencing.Dialect
 	// open returns a fresh, empty database, closed when t ends.
 	open func(t *testing.T) *sql.DB
+	// newDatabase makes a fresh, empty database and returns the driver
+	// name and DSN that open it, for tests that open it several times
+	// (replicas of one service, each with its own pool).
+	newDatabase func(t *testing.T) (driver, dsn string)
 	// schema is a schema that exists in every database open returns, for
 	// schema-qualified table names.
 	schema string
@@ -52,8 +56,14 @@ type backend struct {
 // backends returns PostgreSQL and SQLite.
 func backends() []backend {
 	return []backend{
-		{name: "postgres", dialect: fencing.Postgres, open: openPostgres, schema: "app", rebind: dollarPlaceholders},
-		{name: "sqlite", dialect: fencing.SQLite, open: openSQLite, schema: "main", rebind: func(q string) string { return q }},
+		{
+			name: "postgres", dialect: fencing.Postgres, open: openPostgres, newDatabase: newPostgresDatabase,
+			schema: "app", rebind: dollarPlaceholders,
+		},
+		{
+			name: "sqlite", dialect: fencing.SQLite, open: openSQLite, newDatabase: newSQLiteDatabase,
+			schema: "main", rebind: func(q string) string { return q },
+		},
 	}
 }
 
@@ -72,17 +82,31 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b backend, db *sql.DB, ta
 	}
 }
 
-// openSQLite opens a new SQLite database file in t's temp dir, in WAL mode,
-// with write transactions starting as BEGIN IMMEDIATE and waiting up to 5s
-// for the write lock, so that concurrent writers take turns.
+// openSQLite opens a new SQLite database (see newSQLiteDatabase).
 func openSQLite(t *testing.T) *sql.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "fences.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_txlock=immediate")
+	return openDSN(t, newSQLiteDatabase)
+}
+
+// openDSN opens the database newDatabase makes, closed when t ends.
+func openDSN(t *testing.T, newDatabase func(t *testing.T) (driver, dsn string)) *sql.DB {
+	t.Helper()
+	driver, dsn := newDatabase(t)
+	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	require.NoError(t, db.PingContext(t.Context()))
 	return db
+}
+
+// newSQLiteDatabase returns the DSN of a new SQLite database file in t's
+// temp dir, opened as the package documentation advises: WAL mode, write
+// transactions starting as BEGIN IMMEDIATE and waiting up to 5s for the
+// write lock, so that concurrent writers take turns.
+func newSQLiteDatabase(t *testing.T) (driver, dsn string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fences.db")
+	return "sqlite", "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_txlock=immediate"
 }
 
 var pgDatabases atomic.Int64
@@ -90,6 +114,13 @@ var pgDatabases atomic.Int64
 // openPostgres creates a new database (with schema "app") on the package's
 // shared PostgreSQL server and connects to it.
 func openPostgres(t *testing.T) *sql.DB {
+	t.Helper()
+	return openDSN(t, newPostgresDatabase)
+}
+
+// newPostgresDatabase creates a new database (with schema "app") on the
+// package's shared PostgreSQL server and returns its DSN.
+func newPostgresDatabase(t *testing.T) (driver, dsn string) {
 	t.Helper()
 	pg := sharedPG.get(t)
 	admin := pg.DB(t)
@@ -103,10 +134,10 @@ func openPostgres(t *testing.T) *sql.DB {
 	u.Path = "/" + name
 	db, err := sql.Open("pgx", u.String())
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
+	defer func() { _ = db.Close() }()
 	_, err = db.ExecContext(t.Context(), "CREATE SCHEMA app")
 	require.NoError(t, err)
-	return db
+	return "pgx", u.String()
 }
 
 // dollarPlaceholders rewrites the n-th ? of q as $n.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -87,7 +88,7 @@ func (r *replica) rebuild(ctx context.Context) error {
 func (r *replica) freezeRun(ctx context.Context) context.Context {
 	run, _ := scheduler.RunFromContext(ctx)
 	r.log.Warn("-stall: freezing this replica's link to Redis; the run ignores its context",
-		slog.String("job", run.Job), slog.String("fence", run.Fence.String()), slog.Duration("for", stallFor))
+		slog.String("job", run.Job), slog.String("fence", run.Fence.String()), logattr.Duration("for", stallFor))
 	thaw := r.store.freeze()
 	pause := time.NewTimer(stallFor)
 	<-pause.C // deliberately not watching ctx

@@ -53,6 +53,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/cronguard/cronguard/fencing"
+	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -229,7 +230,7 @@ func work(ctx context.Context, c config, stdout io.Writer, logs slog.Handler) (b
 			return false, fmt.Errorf("%s: %w", r.name, err)
 		}
 	}
-	log.Info("running; Ctrl-C stops early", slog.Int("replicas", len(replicas)), slog.Duration("for", c.runFor))
+	log.Info("running; Ctrl-C stops early", slog.Int("replicas", len(replicas)), logattr.Duration("for", c.runFor))
 
 	timer := time.NewTimer(c.runFor)
 	select {

@@ -130,6 +130,31 @@ func cronguardSingleton(s *scheduler.Scheduler) error {
 	return err
 }
 
+func gocronWait(locker gocron.Locker) error {
+	s, err := gocron.NewScheduler(
+		gocron.WithDistributedLocker(locker),
+		gocron.WithLimitConcurrentJobs(2, gocron.LimitModeWait),
+	)
+	if err != nil {
+		return err
+	}
+	_, err = s.NewJob(
+		gocron.DurationJob(time.Minute),
+		gocron.NewTask(func(ctx context.Context) error { return syncInventory(ctx) }),
+		gocron.WithName("sync-inventory"),
+		gocron.WithSingletonMode(gocron.LimitModeWait),
+	)
+	return err
+}
+
+func cronguardBufferAndLimit(s *scheduler.Scheduler) error {
+	err := s.Register("sync-inventory", scheduler.Every(time.Minute), syncInventory,
+		scheduler.WithOverlap(scheduler.OverlapBufferOne), // wait for the running occurrence, then run
+		scheduler.WithConcurrencyLimit("batch", 2),        // at most 2 "batch" jobs at once, fleet-wide
+	)
+	return err
+}
+
 func gocronElector(elector gocron.Elector) (gocron.Scheduler, error) {
 	s, err := gocron.NewScheduler(gocron.WithDistributedElector(elector))
 	return s, err
@@ -162,7 +187,7 @@ func cronguardObserver(store lease.Store) (*scheduler.Scheduler, error) {
 }
 
 var _ = []any{gocronScheduler, cronguardScheduler, gocronDuration, cronguardEvery, gocronCron,
-	cronguardCron, gocronDaily, cronguardDaily, gocronSingleton, cronguardSingleton, gocronElector,
+	cronguardCron, gocronDaily, cronguardDaily, gocronSingleton, cronguardSingleton, gocronWait, cronguardBufferAndLimit, gocronElector,
 	cronguardNoElector, gocronListener, cronguardObserver}
 
 func TestMigrationGuide_GoBlocks_InSync(t *testing.T) {
@@ -171,7 +196,7 @@ func TestMigrationGuide_GoBlocks_InSync(t *testing.T) {
 	self, err := os.ReadFile("migrating_test.go")
 	require.NoError(t, err)
 	blocks := goBlock.FindAllStringSubmatch(string(guide), -1)
-	require.Len(t, blocks, 14, "the guide's Go blocks, one function each here; add new ones here")
+	require.Len(t, blocks, 16, "the guide's Go blocks, one function each here; add new ones here")
 	for _, b := range blocks {
 		assert.Contains(t, normalize(string(self)), normalize(b[1]),
 			"a Go block of docs/migrating-from-gocron.md is not (verbatim) in examples/readme/migrating_test.go:\n%s", strings.TrimSpace(b[1]))

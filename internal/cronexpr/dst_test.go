@@ -232,3 +232,70 @@ func TestExpr_Next_NewYorkNights(t *testing.T) {
 		})
 	}
 }
+
+// midnightZones change their clocks at midnight, so a daily job at 00:00
+// or 00:30 lands in a gap or a repeated hour: Cairo (00:00 -> 01:00 in
+// spring; 24:00 -> 23:00 in autumn, repeating the last hour of the day),
+// Santiago (the same, in the southern year), Havana (00:00 -> 01:00;
+// 01:00 -> 00:00, repeating the first hour of the day). Lord Howe shifts
+// by 30 minutes at 02:00.
+var midnightZones = []string{"Africa/Cairo", "America/Santiago", "America/Havana", "Australia/Lord_Howe"}
+
+var midnightCases = []policyCase{
+	{expr: "0 0 * * *", fixed: true, lists: func(h, m int) bool { return h == 0 && m == 0 }},
+	{expr: "30 0 * * *", fixed: true, lists: func(h, m int) bool { return h == 0 && m == 30 }},
+	{expr: "30 23 * * *", fixed: true, lists: func(h, m int) bool { return h == 23 && m == 30 }},
+	{expr: "0 * * * *", lists: func(_, m int) bool { return m == 0 }},
+	{expr: "0 */2 * * *", lists: func(h, m int) bool { return h%2 == 0 && m == 0 }},
+}
+
+// TestExpr_Next_DSTMidnightZones: across every transition of 2024-2030 in
+// the midnight zones, the occurrences are the oracle's (the documented rule
+// applied to a minute-by-minute scan), a daily expression runs exactly once
+// on every local day (none skipped, none doubled), and a replica starting
+// at any point agrees.
+func TestExpr_Next_DSTMidnightZones(t *testing.T) {
+	for _, name := range midnightZones {
+		loc := zone(t, name)
+		for year := 2024; year <= 2030; year++ {
+			trs := transitionsIn(loc, year)
+			require.Len(t, trs, 2, "%s has two transitions in %d", name, year)
+			for _, tr := range trs {
+				t.Run(name+"/"+tr.at.Format("2006-01-02"), func(t *testing.T) {
+					from, to := tr.at.Add(-30*time.Hour), tr.at.Add(30*time.Hour)
+					sc := scanAround(loc, from, to)
+					for _, c := range midnightCases {
+						e := mustParse(t, c.expr, loc)
+						require.Equal(t, !c.fixed, e.FollowsRealTime(), c.expr)
+						want := expectedOccurrences(sc, c, from, to)
+						got := occurrences(t, e, from.Add(-time.Nanosecond), to)
+						assert.Equal(t, local(loc, want), local(loc, got), "%s around %s", c.expr, tr)
+						checkStarts(t, e, want, tr.at.Add(-4*time.Hour), tr.at.Add(4*time.Hour))
+						if c.fixed {
+							assertOncePerLocalDay(t, e, tr)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// assertOncePerLocalDay checks that e, a daily expression listing one wall
+// time, has exactly one occurrence on each local date from three days
+// before tr to three days after, counted by the date each instant reads.
+func assertOncePerLocalDay(t *testing.T, e *Expr, tr transition) {
+	t.Helper()
+	loc := e.Location()
+	date := func(at time.Time) string { return at.In(loc).Format("2006-01-02") }
+	l := tr.at.In(loc)
+	midnight := time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
+	perDay := map[string]int{}
+	for _, at := range occurrences(t, e, tr.at.Add(-5*24*time.Hour), tr.at.Add(5*24*time.Hour)) {
+		perDay[date(at)]++
+	}
+	for d := -3; d <= 3; d++ {
+		day := midnight.AddDate(0, 0, d).Format("2006-01-02")
+		assert.Equal(t, 1, perDay[day], "%s on %s (transition %s)", e, day, tr)
+	}
+}

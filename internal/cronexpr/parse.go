@@ -72,6 +72,9 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if IsLocal(loc) {
+		return nil, invalid(expr, "location %q is the zone of the machine that reads it, which replicas may not share: name an IANA zone", loc)
+	}
 	if _, off := time.Unix(946684800, 0).In(loc).Zone(); abs(off) > maxShift/2 { // 2000-01-01
 		return nil, invalid(expr, "location %q has UTC offset %s, beyond the ±24h supported", loc, time.Duration(off)*time.Second)
 	}
@@ -88,6 +91,12 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	}
 	return &Expr{text: expr, loc: loc, fields: fields, realTime: realTime}, nil
 }
+
+// IsLocal reports whether loc is time.Local, or a location by that name (a
+// fixed zone called "Local" is indistinguishable from it by name): the zone
+// of whichever machine reads it, on which replicas, and a reader of their
+// registrations, may disagree.
+func IsLocal(loc *time.Location) bool { return loc == time.Local || loc.String() == "Local" }
 
 // zonePrefix splits off a TZ=<zone> or CRON_TZ=<zone> prefix and loads the
 // zone; without a prefix it returns body and loc unchanged.

@@ -193,3 +193,17 @@ func TestBitsets_ParserPanicBecomesError(t *testing.T) {
 	assert.ErrorIs(t, err, errParserPanic)
 	assert.Contains(t, err.Error(), "parser failed")
 }
+
+// TestParse_LocalLocation: time.Local (or a location named "Local") is each
+// machine's own zone, so replicas would read one expression at different
+// instants; it is refused as the TZ=Local prefix is. A prefix naming a real
+// zone overrides it (TestParse_RobfigPanicInput).
+func TestParse_LocalLocation(t *testing.T) {
+	loaded, err := time.LoadLocation("Local")
+	require.NoError(t, err)
+	for _, loc := range []*time.Location{time.Local, loaded, time.FixedZone("Local", 3600)} {
+		_, err := Parse("0 2 * * *", loc)
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.Contains(t, err.Error(), `location "Local" is the zone of the machine that reads it`)
+	}
+}

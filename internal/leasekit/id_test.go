@@ -82,6 +82,7 @@ func TestNormalizePrefix(t *testing.T) {
 		{"reserved pause", "app:pause", "", `reserved segment "pause"`},
 		{"reserved trigger", "trigger", "", `reserved segment "trigger"`},
 		{"reserved status", "x:status", "", `reserved segment "status"`},
+		{"reserved history", "x:history", "", `reserved segment "history"`},
 		{"reserved fleet", "fleet", "", `reserved segment "fleet"`},
 		{"reserved sem", "app:sem", "", `reserved segment "sem"`},
 		{"reserved queue", "queue:", "", `reserved segment "queue"`},

@@ -7,14 +7,14 @@ import (
 
 // Reserved namespace names: a prefix must not end with one of them, or its
 // lease data could collide with another prefix's fence, round, ID index,
-// pause, trigger, status, fleet, semaphore or queue keys.
-var reservedSegments = []string{"fence", "round", "id", "pause", "trigger", "status", "fleet", "sem", "queue"}
+// pause, trigger, status, history, fleet, semaphore or queue keys.
+var reservedSegments = []string{"fence", "round", "id", "pause", "trigger", "status", "history", "fleet", "sem", "queue"}
 
 // NormalizePrefix strips trailing colons from prefix and checks the prefix
 // rules: non-empty, at most 128 bytes, no braces (they would change the
 // Redis Cluster hash tag), no whitespace or control characters, and no
-// reserved last segment (fence, round, id, pause, trigger, status, fleet,
-// sem, queue) that would let lease data of this prefix overlap a namespace
+// reserved last segment (fence, round, id, pause, trigger, status,
+// history, fleet, sem, queue) that would let lease data of this prefix overlap a namespace
 // of another.
 func NormalizePrefix(prefix string) (string, error) {
 	p := strings.TrimRight(prefix, ":")

@@ -69,11 +69,6 @@ var RegistryPublish string
 //go:embed registry_refresh.lua
 var RegistryRefresh string
 
-// JobState reads what the store holds about a key; see job_state.lua.
-//
-//go:embed job_state.lua
-var JobState string
-
 // Lookup reads the live lease on a key; see lookup.lua.
 //
 //go:embed lookup.lua

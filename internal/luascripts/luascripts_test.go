@@ -42,7 +42,7 @@ func TestToleranceMs_MatchesLease(t *testing.T) {
 func TestAll_Scripts_NeverTouchFenceOrRoundExceptAcquire(t *testing.T) {
 	for name, src := range All() {
 		switch name {
-		case "acquire.lua", "rollback.lua", "acquire_trigger.lua", "acquire_queued.lua", "queue_leave.lua", "release_status.lua", "registry_publish.lua", "registry_refresh.lua", "job_state.lua":
+		case "acquire.lua", "rollback.lua", "acquire_trigger.lua", "acquire_queued.lua", "queue_leave.lua", "release_status.lua", "registry_publish.lua", "registry_refresh.lua":
 			continue // their KEYS[3] and KEYS[4] are not the fence and round keys, or are written as documented
 		}
 		assert.NotContains(t, src, "KEYS[3]", name)

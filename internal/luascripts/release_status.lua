@@ -1,23 +1,28 @@
--- release_status: release_lease.lua that also records the run's status,
--- for a holder that knows its lease's key; and says how many triggers wait.
+-- release_status: release_lease.lua that also records the run's status and
+-- adds it to the job's history, for a holder that knows its lease's key;
+-- and says how many triggers wait.
 --
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>  (same slot as G)
 -- KEYS[3] status key       <prefix>:status:{G}   (the last run, JSON; no expiry)
 -- KEYS[4] trigger queue    <prefix>:trigger:{G}
+-- KEYS[5] history key      <prefix>:history:{G}  (the last runs, newest first; no expiry)
 -- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
--- ARGV[2] the status, JSON, built by the client
+-- ARGV[2] the status, JSON, built by the client (it carries no lease ID)
+-- ARGV[3] the history's last index: its limit minus 1
 --
 -- Returns {code, triggers}: code is release_lease.lua's (1 released, 0 not
 -- owner, -1 not found, -2 expired, -5 another data key, -9 unreadable);
--- the status is written only with code 1, by the holder. triggers is the
--- length of the trigger queue (expired entries included; the trigger
--- acquire drops them). A release is published for the key's waiters as
--- release.lua does.
+-- the status is written, and pushed on the history (trimmed to its limit),
+-- only with code 1, by the holder. triggers is the length of the trigger
+-- queue (expired entries included; the trigger acquire drops them). A
+-- release is published for the key's waiters as release.lua does.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('SET', KEYS[3], ARGV[2])
+  redis.call('LPUSH', KEYS[5], ARGV[2])
+  redis.call('LTRIM', KEYS[5], '0', ARGV[3])
   redis.pcall('SPUBLISH', KEYS[1], 'release')
   return {1, redis.call('LLEN', KEYS[4])}
 end

@@ -31,6 +31,7 @@ var fairTests = []subtest{
 	{"LeaveWakes", testFairLeaveWakes},
 	{"PlainAcquireIsNotQueued", testFairPlain},
 	{"Validation", testFairValidation},
+	{"OwnerLabel", testFairOwner},
 }
 
 // queued makes one queued attempt that the subtest expects to be refused,
@@ -168,4 +169,26 @@ func testFairValidation(t *testing.T, env Env) {
 	}
 	requireInvalid(t, fs.LeaveQueue(ctx, key, "short"), "LeaveQueue with a malformed ticket")
 	requireInvalid(t, fs.LeaveQueue(ctx, "", leasekit.NewID()), "LeaveQueue with an empty key")
+}
+
+// testFairOwner: a queued acquire stores the label it is given, and no
+// label without one, as Acquire does (testLookupNoOwner).
+func testFairOwner(t *testing.T, env Env) {
+	ctx := t.Context()
+	fs := env.Store.(lease.FairStore)
+	key := testKey(t, "k")
+	l, err := fs.AcquireQueued(ctx, key, longTTL, leasekit.NewID(), longTTL)
+	require.NoError(t, err)
+	assert.Empty(t, l.Owner, "Lease.Owner without WithOwner")
+	info, err := env.Store.Lookup(ctx, key)
+	require.NoError(t, err)
+	assert.Empty(t, info.Owner, "Info.Owner without WithOwner")
+
+	key = testKey(t, "labelled")
+	l, err = fs.AcquireQueued(ctx, key, longTTL, leasekit.NewID(), longTTL, lease.WithOwner("host-1/4242/job"))
+	require.NoError(t, err)
+	assert.Equal(t, "host-1/4242/job", l.Owner, "Lease.Owner")
+	info, err = env.Store.Lookup(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, "host-1/4242/job", info.Owner, "Info.Owner")
 }

@@ -17,6 +17,7 @@ var lookupTests = []subtest{
 	{"ByKeyAndID", testLookup},
 	{"AfterExtend", testLookupAfterExtend},
 	{"NotFound", testLookupNotFound},
+	{"NoOwnerLabel", testLookupNoOwner},
 }
 
 func testLookup(t *testing.T, env Env) {
@@ -78,4 +79,30 @@ func testLookupNotFound(t *testing.T, env Env) {
 	require.ErrorIs(t, err, lease.ErrNotFound, "Lookup after Release")
 	_, err = env.Store.LookupID(ctx, l.ID)
 	require.ErrorIs(t, err, lease.ErrNotFound, "LookupID after Release")
+}
+
+// testLookupNoOwner: an acquire without lease.WithOwner, or with the empty
+// label, stores no label (lease.ValidateOwner): the Lease and Info say "",
+// not a default the store makes up (the scheduler applies its own default,
+// "<instance ID>/<job>", above the store). A later WithOwner replaces it.
+func testLookupNoOwner(t *testing.T, env Env) {
+	ctx := t.Context()
+	for i, tc := range []struct {
+		name string
+		opts []lease.AcquireOption
+	}{
+		{"without WithOwner", nil},
+		{`with WithOwner("")`, []lease.AcquireOption{lease.WithOwner("")}},
+		{`with a label, then ""`, []lease.AcquireOption{lease.WithOwner("host-1/4242/job"), lease.WithOwner("")}},
+	} {
+		key := testKey(t, fmt.Sprint("k", i))
+		l := acquire(t, env, key, longTTL, tc.opts...)
+		assert.Empty(t, l.Owner, "Lease.Owner %s", tc.name)
+		info, err := env.Store.Lookup(ctx, key)
+		require.NoError(t, err)
+		assert.Empty(t, info.Owner, "Info.Owner of Lookup %s", tc.name)
+		info, err = env.Store.LookupID(ctx, l.ID)
+		require.NoError(t, err)
+		assert.Empty(t, info.Owner, "Info.Owner of LookupID %s", tc.name)
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -29,3 +30,20 @@ func WithClock(c clockwork.Clock) Option {
 // which it measures expiry and Lease.Deadline. It makes the Store a
 // lease.ClockedStore.
 func (s *Store) Clock() clockwork.Clock { return s.clock }
+
+// WithHistoryLimit sets how many runs of each key the store keeps in its
+// history (fleet.Store.History), from 1 to fleet.MaxHistoryLimit.
+// Default: fleet.DefaultHistoryLimit (100).
+func WithHistoryLimit(n int) Option {
+	return func(s *Store) error {
+		if n < 1 || n > fleet.MaxHistoryLimit {
+			return fmt.Errorf("memory: WithHistoryLimit: %w: n must be from 1 to %d, got %d", lease.ErrInvalidArgument, fleet.MaxHistoryLimit, n)
+		}
+		s.historyLimit = n
+		return nil
+	}
+}
+
+// HistoryLimit returns how many runs of each key the store keeps
+// (WithHistoryLimit).
+func (s *Store) HistoryLimit() int { return s.historyLimit }

@@ -43,7 +43,9 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	if keyErr != nil || r.key != key {
 		return 0, nil
 	}
-	s.keys[key].status = &rec
+	ks := s.keys[key]
+	ks.status = &rec
+	ks.record(rec.Record(), s.historyLimit)
 	return len(s.triggers.live(key, now)), nil
 }
 
@@ -53,6 +55,8 @@ func storedStatus(st fleet.Status) fleet.Status {
 	return fleet.Status{
 		Occurrence: time.UnixMilli(st.Occurrence.UnixMilli()),
 		Owner:      st.Owner,
+		Replica:    st.Replica,
+		Attempt:    st.Attempt,
 		Fence:      st.Fence,
 		Started:    time.UnixMilli(st.Started.UnixMilli()),
 		Duration:   st.Duration.Truncate(time.Millisecond),

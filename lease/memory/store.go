@@ -22,7 +22,8 @@ const maxFence fencing.Token = 900_000_000_000_000
 // Store is an in-process lease.Store. The zero value is not usable: call New.
 // A Store is safe for concurrent use.
 type Store struct {
-	clock clockwork.Clock
+	clock        clockwork.Clock
+	historyLimit int // runs kept per key (WithHistoryLimit)
 
 	mu       sync.Mutex
 	keys     map[string]*keyState   // normalized key -> state; entries are never deleted
@@ -46,6 +47,9 @@ type keyState struct {
 	round  int64         // highest round recorded for the key; 0 if none
 	cur    *record       // the key's latest lease; may be expired or nil
 	status *fleet.Status // the last run recorded by ReleaseWithStatus; nil if none
+	// history holds the runs recorded by ReleaseWithStatus, oldest first;
+	// its last historyLimit entries are the key's history (history.go).
+	history []fleet.RunRecord
 }
 
 // record is one lease as the store sees it. Times are milliseconds, like a
@@ -60,14 +64,15 @@ type record struct {
 // New returns an empty Store.
 func New(opts ...Option) (*Store, error) {
 	s := &Store{
-		clock:    clockwork.NewRealClock(),
-		keys:     make(map[string]*keyState),
-		ids:      make(map[string]*record),
-		pauses:   make(map[string]fleet.Pause),
-		triggers: triggerQueues{queues: make(map[string][]trigger), sweepAt: minSweep},
-		registry: registry{entries: make(map[string]*replicaEntry)},
-		sweepAt:  minSweep,
-		channel:  channel{subs: make(map[*subscription]struct{})},
+		clock:        clockwork.NewRealClock(),
+		historyLimit: fleet.DefaultHistoryLimit,
+		keys:         make(map[string]*keyState),
+		ids:          make(map[string]*record),
+		pauses:       make(map[string]fleet.Pause),
+		triggers:     triggerQueues{queues: make(map[string][]trigger), sweepAt: minSweep},
+		registry:     registry{entries: make(map[string]*replicaEntry)},
+		sweepAt:      minSweep,
+		channel:      channel{subs: make(map[*subscription]struct{})},
 
 		semaphores: make(map[string]*semaphore),
 		queues:     make(map[string][]place),

@@ -34,6 +34,7 @@ func TestStore_Cluster(t *testing.T) {
 	})
 	t.Run("KeysSpanAllNodes", func(t *testing.T) { testClusterKeysSpanAllNodes(t, c, client) })
 	t.Run("FromIDAlone", func(t *testing.T) { testClusterFromIDAlone(t, c, client) })
+	t.Run("JobStateOnEveryNode", func(t *testing.T) { testClusterJobState(t, client) })
 	t.Run("SchedulerOncePerOccurrence", func(t *testing.T) { testClusterScheduler(t, c) })
 	t.Run("Notifications", func(t *testing.T) { testClusterNotifications(t, c, client) })
 	t.Run("SemaphoreConformance", func(t *testing.T) {
@@ -51,6 +52,28 @@ func TestStore_Cluster(t *testing.T) {
 			return leasetest.Env{Store: st, Wait: time.Sleep}
 		})
 	})
+}
+
+// JobState's pipeline (TIME and plain reads, no script) goes to the node
+// of the job's slot, whichever node that is, and reads the job's keys.
+func testClusterJobState(t *testing.T, client rueidis.Client) {
+	ctx := t.Context()
+	st, err := New(client, WithPrefix(uniquePrefix()))
+	require.NoError(t, err)
+	keys := append([]string(nil), clusterKeys...)
+	for i := len(keys); i < 40; i++ {
+		keys = append(keys, fmt.Sprintf("job-%d", i))
+	}
+	for _, k := range keys {
+		l, err := st.Acquire(ctx, k, 30*time.Second, lease.WithOwner("r1/"+k))
+		require.NoError(t, err, "acquire %q", k)
+		js, err := st.JobState(ctx, k)
+		require.NoError(t, err, "job state %q", k)
+		require.NotNil(t, js.Holder, "job state %q", k)
+		assert.Equal(t, l.Fence, js.Holder.Fence, "job state %q", k)
+		assert.True(t, js.Holder.ExpiresAt.After(js.Now), "job state %q: the slot's node's clock", k)
+		require.NoError(t, l.Release(ctx))
+	}
 }
 
 // clusterKeys are user keys with and without braces: a brace in the key

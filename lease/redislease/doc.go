@@ -9,9 +9,11 @@
 //	store, err := redislease.New(client, redislease.WithPrefix("myapp"))
 //	l, err := store.Acquire(ctx, "job:report", 30*time.Second)
 //
-// Every operation is one Lua script from internal/luascripts, sent with
-// EVALSHA (EVAL when the server answers NOSCRIPT), so it takes one round
-// trip and runs atomically. Set DisableCache: true on the client unless you
+// Every lease operation is one Lua script from internal/luascripts, sent
+// with EVALSHA (EVAL when the server answers NOSCRIPT), so it takes one
+// round trip and runs atomically. The fleet's reads (Replicas, JobState,
+// PauseOf, PendingTriggers) are plain read commands, pipelined, so that a
+// Redis user who may run no script can make them (docs/redis-acl.md). Set DisableCache: true on the client unless you
 // use client-side caching elsewhere; the store does not need it.
 //
 // # What it guarantees
@@ -174,4 +176,10 @@
 // semaphores, +exists +hset +hget +hdel +rpush +lpop +lindex +lrem +llen +pttl for
 // fair waiters, +cluster|slots +cluster|shards on Redis Cluster, and +wait
 // with WithReplicaAck. docs/redis-acl.md explains each grant.
+//
+// A user granted EVAL or EVALSHA can run any script, not only the
+// store's, and a script that loops holds up the whole server (every
+// replica's heartbeat with it): the ACL cannot restrict which script runs.
+// Trust such a user like the service; a user who only reads the fleet
+// needs no script (docs/redis-acl.md, the read-only user).
 package redislease

@@ -67,10 +67,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 	if err != nil {
 		return nil, opErr(op, "", err)
 	}
-	owner, ownerJSON := s.owner, s.ownerJSON
-	if o.Owner != "" {
-		owner, ownerJSON = o.Owner, jsonString(o.Owner)
-	}
+	owner, ownerJSON := o.Owner, ownerJSONOf(o.Owner)
 	id, ik := newLeaseID(s.prefix, ks.slot)
 	keys, args := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
 	list, expiries := ks.queue(s.prefix)

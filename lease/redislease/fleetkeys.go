@@ -10,6 +10,7 @@ import "strings"
 //	P:pause:{G}                          the pause: "<atMs>\n<by>\n<note>"
 //	P:trigger:{G}                        queued triggers: "<expiresAtMs>|<queuedAtMs>|<id>"
 //	P:status:{G}                         the last run's status, JSON
+//	P:history:{G}                        the last runs' statuses, JSON, newest first (a list)
 //	P:fleet:{fleet}:replicas           live replicas: sorted set, ID -> expiry (server ms)
 //	P:fleet:{fleet}:replica:<ID>       a replica's entry, JSON, expiring
 //	P:fleet:{fleet}:generation         changes whenever an entry is published
@@ -26,6 +27,7 @@ func tagged(prefix, namespace, tag string) string {
 func (ks keyset) pause(prefix string) string   { return tagged(prefix, "pause", ks.tag) }
 func (ks keyset) trigger(prefix string) string { return tagged(prefix, "trigger", ks.tag) }
 func (ks keyset) status(prefix string) string  { return tagged(prefix, "status", ks.tag) }
+func (ks keyset) history(prefix string) string { return tagged(prefix, "history", ks.tag) }
 
 // fleetKeys are the registry's keys under a prefix.
 type fleetKeys struct {

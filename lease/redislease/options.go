@@ -3,10 +3,10 @@ package redislease
 import (
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -14,10 +14,11 @@ import (
 // config is the resolved form of a list of Option values.
 type config struct {
 	prefix string
-	owner  string
 	logger *slog.Logger
 	clock  clockwork.Clock
 	ack    replicaAck // WithReplicaAck (wait.go); zero: off
+
+	historyLimit int // WithHistoryLimit
 }
 
 // Option configures a Store. Options validate their input; New returns the
@@ -32,8 +33,8 @@ const DefaultPrefix = leasekit.DefaultPrefix
 // leasekit.DefaultPrefix, "cronguard"). Trailing colons are stripped. The
 // prefix must follow leasekit.NormalizePrefix's rules: non-empty, at most 128
 // bytes, no braces, whitespace or control characters, and no reserved last
-// segment ("fence", "round", "id", "pause", "trigger", "status", "fleet",
-// "sem", "queue").
+// segment ("fence", "round", "id", "pause", "trigger", "status",
+// "history", "fleet", "sem", "queue").
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
 		p, err := leasekit.NormalizePrefix(prefix)
@@ -73,27 +74,13 @@ func WithClock(clock clockwork.Clock) Option {
 	}
 }
 
-// defaultOwner is the holder label of an acquire without lease.WithOwner,
-// "<hostname>/<pid>" (hostname "unknown" when it cannot be read), cut to
-// lease.MaxOwnerLen.
-func defaultOwner() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	o := fmt.Sprintf("%s/%d", host, os.Getpid())
-	if len(o) > lease.MaxOwnerLen {
-		o = o[:lease.MaxOwnerLen]
-	}
-	return o
-}
-
 func resolve(opts []Option) (config, error) {
 	c := config{
 		prefix: DefaultPrefix,
-		owner:  defaultOwner(),
 		logger: slog.Default(),
 		clock:  clockwork.NewRealClock(),
+
+		historyLimit: fleet.DefaultHistoryLimit,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -105,6 +92,27 @@ func resolve(opts []Option) (config, error) {
 	}
 	return c, nil
 }
+
+// WithHistoryLimit sets how many runs of each job the Store keeps in the
+// job's history (fleet.Store.History), from 1 to fleet.MaxHistoryLimit.
+// Default: fleet.DefaultHistoryLimit (100). The history is a list in the
+// job's slot, P:history:{G}, trimmed to the limit by the release that
+// records each run; a run record is about 200 bytes, so 100 runs of 1,000
+// jobs take some 20 MB of Redis memory. Every Store that writes a fleet's
+// history should use the same limit: a release trims to its own.
+func WithHistoryLimit(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > fleet.MaxHistoryLimit {
+			return opErr("WithHistoryLimit", "", fmt.Errorf("%w: n must be from 1 to %d, got %d", lease.ErrInvalidArgument, fleet.MaxHistoryLimit, n))
+		}
+		c.historyLimit = n
+		return nil
+	}
+}
+
+// HistoryLimit returns how many runs of each job the Store keeps
+// (WithHistoryLimit).
+func (s *Store) HistoryLimit() int { return s.historyLimit }
 
 // Clock returns the clock the Store measures Lease.Deadline on (WithClock;
 // default the real clock). It makes the Store a lease.ClockedStore.

@@ -56,6 +56,15 @@ func writeRecordTail(b *strings.Builder, key, ownerJSON string) {
 	b.WriteByte('}')
 }
 
+// ownerJSONOf is an owner label as the record stores it: the empty label
+// (no lease.WithOwner) stores no label, "", without building it.
+func ownerJSONOf(owner string) string {
+	if owner == "" {
+		return `""`
+	}
+	return jsonString(owner)
+}
+
 // jsonString returns s as a JSON string, as encoding/json writes it.
 func jsonString(s string) string {
 	var b strings.Builder

@@ -132,7 +132,33 @@ func BenchmarkScriptCost(b *testing.B) {
 			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1), lease.WithPauseCheck())
 			must(err)
 			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
-				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Fence: l.Fence,
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Replica: "replica-1", Attempt: 1, Fence: l.Fence,
+				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "succeeded",
+			})
+			must(err)
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("SchedulerRunFullHistory", func(b *testing.B) {
+		// SchedulerRun once every job's history holds its limit of runs:
+		// each release's LTRIM then drops the oldest.
+		entry := `{"occurrence":1700000000000,"owner":"replica-1/job","replica":"replica-1","attempt":1,"fence":1,"startedAt":1700000000000,"durationMs":1500,"outcome":"succeeded"}`
+		for _, key := range keys {
+			ks, err := keysFor(st.prefix, key)
+			must(err)
+			entries := make([]string, st.historyLimit)
+			for j := range entries {
+				entries[j] = entry
+			}
+			must(c.Do(ctx, c.B().Rpush().Key(ks.history(st.prefix)).Element(entries...).Build()).Error())
+		}
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1), lease.WithPauseCheck())
+			must(err)
+			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Replica: "replica-1", Attempt: 1, Fence: l.Fence,
 				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "succeeded",
 			})
 			must(err)

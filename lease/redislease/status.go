@@ -15,6 +15,8 @@ import (
 type statusRecord struct {
 	Occurrence int64  `json:"occurrence"`
 	Owner      string `json:"owner"`
+	Replica    string `json:"replica,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
 	Fence      uint64 `json:"fence"`
 	StartedAt  int64  `json:"startedAt"`
 	DurationMs int64  `json:"durationMs"`
@@ -24,7 +26,8 @@ type statusRecord struct {
 }
 
 // ReleaseWithStatus releases l as ReleaseLease does and, when l still held
-// its key, records st as the key's last run in the same script. It returns
+// its key, records st as the key's last run and pushes it on the key's
+// history (trimmed to WithHistoryLimit) in the same script. It returns
 // how many triggers wait for the key. See fleet.Store. st.Error is
 // sanitized (fleet.SanitizeError) before it is stored.
 func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.Status) (int, error) {
@@ -43,6 +46,8 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	raw, err := json.Marshal(statusRecord{
 		Occurrence: st.Occurrence.UnixMilli(),
 		Owner:      st.Owner,
+		Replica:    st.Replica,
+		Attempt:    st.Attempt,
 		Fence:      uint64(st.Fence),
 		StartedAt:  st.Started.UnixMilli(),
 		DurationMs: st.Duration.Milliseconds(),
@@ -54,7 +59,8 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 		return 0, internalErr(op, leaseName(l.ID), err)
 	}
 	resp := releaseStatusScript.Exec(ctx, s.client,
-		[]string{data, index, ks.status(s.prefix), ks.trigger(s.prefix)}, []string{head, string(raw)})
+		[]string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)},
+		[]string{head, string(raw), s.historyLast})
 	if err := resp.Error(); err != nil {
 		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
 	}

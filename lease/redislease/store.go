@@ -82,12 +82,13 @@ type Store struct {
 	client     rueidis.Client
 	prefix     string
 	dataPrefix string // <prefix>:{
-	owner      string
-	ownerJSON  string // owner as a JSON string, for the record
 	log        *slog.Logger
 	clock      clockwork.Clock
 	ack        replicaAck     // WithReplicaAck (wait.go); zero: off
 	notes      *notifications // the subscriptions of waiters (notify.go)
+
+	historyLimit int    // WithHistoryLimit
+	historyLast  string // historyLimit-1, the last index LTRIM keeps
 
 	preflightOnce sync.Once // preflight.go, on the first acquire
 }
@@ -110,12 +111,13 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 		client:     client,
 		prefix:     c.prefix,
 		dataPrefix: c.prefix + ":{",
-		owner:      c.owner,
-		ownerJSON:  jsonString(c.owner),
 		log:        log,
 		clock:      c.clock,
 		ack:        c.ack,
 		notes:      newNotifications(client, log),
+
+		historyLimit: c.historyLimit,
+		historyLast:  strconv.Itoa(c.historyLimit - 1),
 	}, nil
 }
 
@@ -151,10 +153,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		return nil, opErr(op, "", err)
 	}
-	owner, ownerJSON := s.owner, s.ownerJSON
-	if o.Owner != "" {
-		owner, ownerJSON = o.Owner, jsonString(o.Owner)
-	}
+	owner, ownerJSON := o.Owner, ownerJSONOf(o.Owner)
 	s.preflightOnce.Do(func() { s.preflight(ctx) })
 	id, ik := newLeaseID(s.prefix, ks.slot)
 	if o.Trigger {

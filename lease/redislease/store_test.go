@@ -19,7 +19,7 @@ func TestStore_AcquireExtendRelease_Lifecycle(t *testing.T) {
 	l, err := st.Acquire(ctx, "job:a", time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, "job:a", l.Key)
-	assert.Equal(t, defaultOwner(), l.Owner, "an acquire without lease.WithOwner is labelled <hostname>/<pid>")
+	assert.Empty(t, l.Owner, "an acquire without lease.WithOwner stores no label")
 	assert.Equal(t, lease.FenceFloor(l.AcquiredAt), l.Fence, "the first fence is the clock floor")
 	assert.Equal(t, time.Second, l.ExpiresAt.Sub(l.AcquiredAt))
 	slot, ok := decodeSlot(l.ID)
@@ -39,7 +39,7 @@ func TestStore_AcquireExtendRelease_Lifecycle(t *testing.T) {
 	assert.Equal(t, l.Fence, info.Fence)
 	assert.Equal(t, leasekit.Hash(l.ID), info.IDHash)
 	assert.Equal(t, leasekit.Hash(ks.storage), info.KeyHash)
-	assert.Equal(t, defaultOwner(), info.Owner)
+	assert.Empty(t, info.Owner)
 	assert.True(t, info.ExpiresAt.Equal(l.ExpiresAt))
 
 	exp, err := l.Extend(ctx, 5*time.Second)

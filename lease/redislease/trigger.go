@@ -151,14 +151,20 @@ func (s *Store) PendingTriggers(ctx context.Context, key string) (int, error) {
 	if err != nil {
 		return 0, wrapErr(ctx, op, what, err)
 	}
+	return liveTriggers(entries, now.UnixMilli()), nil
+}
+
+// liveTriggers counts the entries of a trigger queue
+// ("<expiresAtMs>|<queuedAtMs>|<id>") that have not expired at nowMs.
+func liveTriggers(entries []string, nowMs int64) int {
 	n := 0
 	for _, e := range entries {
 		exp, _, ok := strings.Cut(e, "|")
-		if ms, err := strconv.ParseInt(exp, 10, 64); ok && err == nil && ms > now.UnixMilli() {
+		if ms, err := strconv.ParseInt(exp, 10, 64); ok && err == nil && ms > nowMs {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // newTriggerID returns a fresh trigger ID: 12 random bytes, base64url.

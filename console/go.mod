@@ -1,0 +1,26 @@
+module github.com/cronguard/cronguard/console
+
+go 1.25.0
+
+replace github.com/cronguard/cronguard => ../
+
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/cronguard/cronguard v0.0.0-00010101000000-000000000000
+	github.com/redis/rueidis v1.0.79
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-co-op/gocron/v2 v2.21.2 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

@@ -1,0 +1,11 @@
+package schedsim
+
+import (
+	"testing"
+
+	"github.com/cronguard/cronguard/testutil"
+)
+
+func TestMain(m *testing.M) {
+	testutil.VerifyTestMain(m)
+}

@@ -1,0 +1,133 @@
+package schedsim
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	flagSeeds  = flag.Int("sim.seeds", 300, "how many seeds TestSimulation runs (from -sim.first)")
+	flagFirst  = flag.Int64("sim.first", 1, "the first seed TestSimulation runs")
+	flagSeed   = flag.Int64("sim.seed", 0, "run this seed only, and print its violations")
+	flagLong   = flag.Bool("sim.long", false, "run seeds until -sim.occurrences simulated occurrences, and print figures")
+	flagOccs   = flag.Int("sim.occurrences", 1_000_000, "with -sim.long: how many simulated occurrences to reach")
+	flagStrict = flag.Bool("sim.strict", false, "fail on the checks of KnownDefects too")
+	flagFull   = flag.Bool("sim.full", false, "simulate the full fleet (Config.Full; always with -sim.long)")
+	flagHours  = flag.Float64("sim.hours", 1, "simulated hours per seed")
+	flagWindow = flag.Duration("sim.window", 2*time.Minute, "with -sim.seed and -v: how much history around the first violation to print")
+)
+
+// TestSimulation runs the fleet simulation for many seeds and holds each
+// history to the properties (Checks). A failing seed prints the command
+// that runs it again.
+func TestSimulation(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		figs  Figures
+		known = make(map[string]map[int64]bool) // check -> seeds
+	)
+	run := func(t *testing.T, seed int64) {
+		h, vs := simulate(t, seed)
+		mu.Lock()
+		figs.Add(h, vs)
+		mu.Unlock()
+		var fail []Violation
+		for _, v := range vs {
+			if _, ok := KnownDefects[v.Check]; ok && !*flagStrict {
+				mu.Lock()
+				if known[v.Check] == nil {
+					known[v.Check] = make(map[int64]bool)
+				}
+				known[v.Check][seed] = true
+				mu.Unlock()
+				if *flagSeed != 0 {
+					t.Logf("known defect: %s", v)
+					if testing.Verbose() {
+						t.Logf("history of %s around it:\n%s", v.Job, h.Dump(v.Job, v.At.Add(-*flagWindow), v.At.Add(*flagWindow)))
+					}
+				}
+				continue
+			}
+			fail = append(fail, v)
+		}
+		if len(fail) > 0 {
+			var b strings.Builder
+			for i, v := range fail {
+				if i == 10 {
+					fmt.Fprintf(&b, "\n  ... and %d more", len(fail)-10)
+					break
+				}
+				fmt.Fprintf(&b, "\n  %s", v)
+			}
+			t.Errorf("seed %d: %d violations:%s\nrerun: %s", seed, len(fail), b.String(), rerun(seed))
+			if *flagSeed != 0 && testing.Verbose() {
+				v := fail[0]
+				t.Logf("history of %s around the first violation:\n%s", v.Job, h.Dump(v.Job, v.At.Add(-*flagWindow), v.At.Add(*flagWindow)))
+			}
+		}
+	}
+	switch {
+	case *flagSeed != 0:
+		t.Run(fmt.Sprintf("seed=%d", *flagSeed), func(t *testing.T) { run(t, *flagSeed) })
+	case *flagLong:
+		for seed := *flagFirst; figs.Occurrences < *flagOccs; seed++ {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { run(t, seed) })
+			if seed%100 == 0 {
+				t.Logf("after seed %d:\n%s", seed, &figs)
+			}
+		}
+	default:
+		t.Run("seeds", func(t *testing.T) {
+			for seed := *flagFirst; seed < *flagFirst+int64(*flagSeeds); seed++ {
+				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					t.Parallel()
+					run(t, seed)
+				})
+			}
+		})
+	}
+	t.Logf("figures:\n%s", &figs)
+	for check, seeds := range known {
+		t.Logf("known defect %q (%s) seen in %d seeds, e.g. %s", check, KnownDefects[check], len(seeds), someSeeds(seeds))
+	}
+}
+
+// simulate runs one seed in its own bubble and checks it.
+func simulate(t *testing.T, seed int64) (*History, []Violation) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rerun: %s", rerun(seed))
+		}
+	})
+	var h *History
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		h, err = Run(Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: *flagFull || *flagLong})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		synctest.Wait()
+	})
+	return h, Check(h)
+}
+
+func rerun(seed int64) string {
+	return fmt.Sprintf("go test -race ./internal/schedsim -run TestSimulation -sim.seed=%d -v", seed)
+}
+
+func someSeeds(m map[int64]bool) string {
+	var s []string
+	for seed := range m {
+		s = append(s, fmt.Sprint(seed))
+		if len(s) == 5 {
+			break
+		}
+	}
+	return strings.Join(s, ", ")
+}
