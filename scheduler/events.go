@@ -139,6 +139,12 @@ const (
 	// the job's next occurrence. The occurrence runs nowhere: its round is
 	// claimed, so the ledger does not report it missed.
 	SkipConcurrencyLimit
+	// SkipLeaseLost: this replica won the occurrence, but the job's lease
+	// was lost (or could not be confirmed) before the job was called, while
+	// the run waited for a slot of its concurrency limit; EventLeaseLost
+	// says why. The occurrence did not run here: its round is claimed, so
+	// the ledger does not report it missed; this skip does.
+	SkipLeaseLost
 
 	numSkipReasons // one past the last reason
 )
@@ -163,6 +169,8 @@ func (r SkipReason) String() string {
 		return "paused"
 	case SkipConcurrencyLimit:
 		return "concurrency_limit"
+	case SkipLeaseLost:
+		return "lease_lost"
 	default:
 		return "none"
 	}
@@ -219,13 +227,16 @@ type Stats struct {
 	// SkipConcurrencyLimit: occurrences won here but not run: no slot of
 	// the job's concurrency limit freed up in time.
 	SkipConcurrencyLimit uint64
-	AcquireFailed        uint64 // occurrences not run here: the store could not be asked while they were current
-	Retries              uint64 // acquires retried after a transient error
-	Renewals             uint64 // lease renewals confirmed while jobs ran
-	Missed               uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
-	CatchUps             uint64 // catch-up runs started (WithCatchUp)
-	Triggered            uint64 // runs started for a trigger (a run now)
-	Conflicts            uint64 // conflicts with other replicas' registrations, reported
+	// SkipLeaseLost: occurrences won here but not run: the job's lease
+	// was lost while the run waited for a slot of its concurrency limit.
+	SkipLeaseLost uint64
+	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
+	Retries       uint64 // acquires retried after a transient error
+	Renewals      uint64 // lease renewals confirmed while jobs ran
+	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
+	CatchUps      uint64 // catch-up runs started (WithCatchUp)
+	Triggered     uint64 // runs started for a trigger (a run now)
+	Conflicts     uint64 // conflicts with other replicas' registrations, reported
 }
 
 // emit counts e, for the Scheduler and for job j, and hands it to the
@@ -273,8 +284,8 @@ func (c *counters) snapshot() Stats {
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
 		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning), SkipPaused: r(SkipPaused),
-		SkipConcurrencyLimit: r(SkipConcurrencyLimit),
-		AcquireFailed:        k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
+		SkipConcurrencyLimit: r(SkipConcurrencyLimit), SkipLeaseLost: r(SkipLeaseLost),
+		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
 		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(), Triggered: c.triggered.Load(), Conflicts: k(EventConflict),
 	}
 }

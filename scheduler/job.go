@@ -330,6 +330,7 @@ func (j *job) claimed(as *acts, in input) {
 	case in.err == nil && st.run != nil: // unreachable: one claim at a time, none while a run goes
 		as.add(act{kind: actGiveBack, f: f, lease: in.lease, reason: SkipRunning})
 	case in.err == nil:
+		f.reg = st.reg // registered again since the claim was sent: the new registration runs
 		st.run = j.s.newRun(j, f, in.lease)
 		as.add(act{kind: actStart, run: st.run})
 	case f.kind == firedBySchedule && !f.waited && f.reg.overlap == OverlapBufferOne &&

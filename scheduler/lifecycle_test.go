@@ -293,8 +293,8 @@ func TestScheduler_Trigger_LateScheduledClaimAfterATriggerIsRefused(t *testing.T
 }
 
 // A run whose job lease is lost while it waits for a slot of its
-// concurrency limit is reported as a lost lease, not as a skip for want of
-// a slot.
+// concurrency limit is reported as a lost lease (SkipLeaseLost), not as a
+// skip for want of a slot.
 func TestScheduler_ConcurrencyLimit_LeaseLostWhileWaitingIsNoLimitSkip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
@@ -315,6 +315,8 @@ func TestScheduler_ConcurrencyLimit_LeaseLostWhileWaitingIsNoLimitSkip(t *testin
 		require.NoError(t, slot.Release(t.Context()))
 
 		require.NotEmpty(t, ev.of(EventLeaseLost), "the loss is reported")
+		assert.True(t, slices.ContainsFunc(ev.of(EventSkipped), func(e Event) bool { return e.Reason == SkipLeaseLost }),
+			"the occurrence not run is reported")
 		for _, e := range ev.of(EventSkipped) {
 			assert.NotEqual(t, SkipConcurrencyLimit, e.Reason, "no slot was missing: the lease was lost")
 		}
@@ -370,5 +372,28 @@ func TestScheduler_Remove_DropsAQueuedClaim(t *testing.T) {
 		first, err := store.JobState(t.Context(), "job:first")
 		require.NoError(t, err)
 		assert.NotZero(t, first.LastRound, "the claim that held the worker went on")
+	})
+}
+
+// A claim sent before Remove that wins after the job was registered again
+// runs the new registration, not the removed one.
+func TestScheduler_Register_AgainWhileAClaimIsInFlightRunsTheNewFunction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		gate := make(chan struct{})
+		s := newScheduler(t, &gatedStore{Store: store, key: "job:report", gate: gate})
+		var ranOld, ranNew atomic.Int32
+		require.NoError(t, s.Register("report", Every(time.Hour), func(context.Context) error { ranOld.Add(1); return nil }))
+		time.Sleep(30 * time.Second) // off the hourly grid
+		require.NoError(t, s.Start())
+		time.Sleep(59*time.Minute + 31*time.Second) // 01:00:01: the claim of 01:00 held in the store
+		require.NoError(t, s.Remove("report"))
+		require.NoError(t, s.Register("report", Every(time.Hour), func(context.Context) error { ranNew.Add(1); return nil }))
+		close(gate)
+		synctest.Wait()
+		shutdown(t, s)
+
+		assert.Zero(t, ranOld.Load(), "the removed registration does not run")
+		assert.EqualValues(t, 1, ranNew.Load(), "the claim won runs the job registered again")
 	})
 }

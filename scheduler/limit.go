@@ -101,9 +101,9 @@ func (s *Scheduler) dropLimit(limit *concurrencyLimit) {
 // (the job lease's heartbeat context) lasts. On success it starts the
 // slot's heartbeat, a child of ctx, and returns its context: the run's
 // context then ends when either the lease or the slot is lost. Otherwise
-// it returns the reason to skip the occurrence, or 0 when it was reported
-// already (a store failure; the job's lease lost while waiting, which the
-// heartbeat reported).
+// it returns the reason to skip the occurrence (SkipLeaseLost when the
+// job's lease was lost while it waited, not SkipConcurrencyLimit), or 0
+// after reporting a store failure.
 func (s *Scheduler) takeSlot(ctx context.Context, r *run) (context.Context, SkipReason) {
 	j, reg := r.job, r.reg
 	until := s.retryUntil(newFiring(r.info.Occurrence, 0, r.kind, reg))
@@ -119,7 +119,7 @@ func (s *Scheduler) takeSlot(ctx context.Context, r *run) (context.Context, Skip
 		// missing.
 		r.log.Warn("job lease lost while waiting for a slot of the concurrency limit; job not run",
 			slog.String("limit", reg.limit.Name()), slog.Any("cause", context.Cause(ctx)))
-		return nil, 0
+		return nil, SkipLeaseLost
 	case errors.Is(err, lease.ErrLocked):
 		r.log.Debug("no slot of the concurrency limit freed up before the next occurrence",
 			slog.String("limit", reg.limit.Name()), slog.Any("error", err))
