@@ -250,7 +250,10 @@ func (cp *controlPlane) report(conflicts []fleet.Conflict) {
 }
 
 // subscribe holds the control channel's subscription, making it when it
-// is missing.
+// is missing. A new subscription has missed whatever was announced before
+// it (triggers queued while this replica was down, or while it could not
+// subscribe), so it is followed by a look for waiting triggers: one store
+// read per job, at start and after a failed subscription only.
 func (cp *controlPlane) subscribe() {
 	if cp.unsub != nil {
 		return
@@ -263,6 +266,7 @@ func (cp *controlPlane) subscribe() {
 		return
 	}
 	cp.unsub = unsub
+	cp.lookForTriggers()
 }
 
 // onMessage handles the control channel. It never waits on the store: a

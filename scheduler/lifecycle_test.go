@@ -397,3 +397,26 @@ func TestScheduler_Register_AgainWhileAClaimIsInFlightRunsTheNewFunction(t *test
 		assert.EqualValues(t, 1, ranNew.Load(), "the claim won runs the job registered again")
 	})
 }
+
+// A trigger queued while no replica had the job runs when a replica that
+// has it starts (its new subscription to the control channel missed the
+// announcement), within the trigger's time to live.
+func TestScheduler_Trigger_QueuedBeforeStartRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		var rs runStarts
+		job := func(ctx context.Context) error { rs.record(ctx); return nil }
+		time.Sleep(30 * time.Second) // off the hourly grid: only triggers run
+		_, err := store.AddTrigger(t.Context(), "job:report", "ops", 10*time.Second)
+		require.NoError(t, err)
+		s := newScheduler(t, store)
+		require.NoError(t, s.Register("report", Every(time.Hour), job))
+		require.NoError(t, s.Start())
+		time.Sleep(5 * time.Second)
+		shutdown(t, s)
+
+		runs := rs.all()
+		require.Len(t, runs, 1, "the trigger queued before the start runs")
+		assert.True(t, runs[0].trigger)
+	})
+}
