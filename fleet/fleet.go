@@ -56,8 +56,8 @@ type Conflict struct {
 // Status is the last run of a job, as recorded by the replica that ran it
 // when it released the lease.
 type Status struct {
-	// Occurrence is the run's occurrence (its trigger's time for a
-	// triggered run).
+	// Occurrence is the run's occurrence (for a triggered run, the round
+	// the store claimed for it).
 	Occurrence time.Time
 	// Owner is the holder label of the run's lease (replica and job).
 	Owner string
@@ -187,9 +187,11 @@ type JobState struct {
 	Now time.Time
 	// Holder is the live lease on the key, or nil.
 	Holder *lease.Info
-	// LastRound is the last round claimed for the key (0: none): for a
-	// scheduler's job, the last occurrence that ran or was handled
-	// (paused), in Unix milliseconds.
+	// LastRound is the last round claimed for the key (0: none), in Unix
+	// milliseconds: for a scheduler's job, the round of the last
+	// occurrence claimed, whatever claimed it (its schedule, a catch-up, a
+	// trigger) and whether or not its run ended, or recorded as handled
+	// while the job was paused.
 	LastRound int64
 	// Status is the last run recorded, or nil.
 	Status *Status

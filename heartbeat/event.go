@@ -12,10 +12,11 @@ type EventKind int
 
 // The kinds of Event, in the order a heartbeat can produce them.
 const (
-	// EventExtended: an Extend was confirmed; Deadline moved forward.
-	EventExtended EventKind = iota + 1
+	// EventRenewed: a renewal (an Extend) was confirmed; Deadline moved
+	// forward.
+	EventRenewed EventKind = iota + 1
 	// EventRetrying: an Extend failed with a transient error (Err); another
-	// attempt follows after a backoff, unless the cut-off comes first.
+	// try follows after a backoff, unless the cut-off comes first.
 	EventRetrying
 	// EventLost: the heartbeat gave up the lease; Err is the cause the
 	// context was cancelled with (ErrLeaseLost or ErrLeaseUnconfirmed).
@@ -25,11 +26,11 @@ const (
 	EventStopped
 )
 
-// String returns "extended", "retrying", "lost" or "stopped".
+// String returns "renewed", "retrying", "lost" or "stopped".
 func (k EventKind) String() string {
 	switch k {
-	case EventExtended:
-		return "extended"
+	case EventRenewed:
+		return "renewed"
 	case EventRetrying:
 		return "retrying"
 	case EventLost:
@@ -58,14 +59,14 @@ type Event struct {
 	// Deadline is the local deadline (on the heartbeat's clock) up to which
 	// the lease is trusted after this event.
 	Deadline time.Time
-	// Attempt counts Extend attempts since the last confirmed one: for
-	// EventRetrying the number of the attempt that failed, for EventExtended
-	// the number of attempts it took (1 when the first one succeeded).
-	Attempt int
+	// Try counts Extend tries since the last confirmed one: for
+	// EventRetrying the number of the try that failed, for EventRenewed
+	// the number of tries it took (1 when the first one succeeded).
+	Try int
 	// Err is the store error (EventRetrying), the loss cause (EventLost,
 	// EventStopped) or nil.
 	Err error
-	// Latency, for EventExtended, is how long the confirmed Extend took,
+	// Latency, for EventRenewed, is how long the confirmed Extend took,
 	// from just before it was sent to its answer, on the heartbeat's clock.
 	Latency time.Duration
 	// Remaining, for EventLost, is how long the lease still had to its local

@@ -40,10 +40,10 @@ func TestStart_Renewals_KeepLeaseAliveForTenTTLs(t *testing.T) {
 		require.NoError(t, ctx.Err(), "heartbeat context must stay alive while renewals succeed")
 		_, err := store.LookupID(t.Context(), l.ID)
 		assert.NoError(t, err, "lease must still be live in the store")
-		ext := rec.of(heartbeat.EventExtended)
+		ext := rec.of(heartbeat.EventRenewed)
 		assert.Len(t, ext, int(10*ttl/interval), "one renewal per interval")
 		for i, e := range ext {
-			assert.Equal(t, 1, e.Attempt, "renewal %d", i)
+			assert.Equal(t, 1, e.Try, "renewal %d", i)
 			assert.Equal(t, l.Fence, e.Fence)
 			assert.Equal(t, lease.ShortID(l.ID), e.ShortLeaseID)
 		}
@@ -106,12 +106,12 @@ func TestStart_TransientErrors_RecoverWithoutCancel(t *testing.T) {
 		retries := rec.of(heartbeat.EventRetrying)
 		require.Len(t, retries, failures, "every failed attempt is reported")
 		for i, e := range retries {
-			assert.Equal(t, i+1, e.Attempt)
+			assert.Equal(t, i+1, e.Try)
 			assert.ErrorIs(t, e.Err, lease.ErrUnavailable)
 		}
 		var recovered bool
-		for _, e := range rec.of(heartbeat.EventExtended) {
-			if e.Attempt == failures+1 {
+		for _, e := range rec.of(heartbeat.EventRenewed) {
+			if e.Try == failures+1 {
 				recovered = true
 			}
 		}
@@ -135,7 +135,7 @@ func TestStart_PersistentErrors_CancelUnconfirmedBeforeDeadline(t *testing.T) {
 
 		done := doneAt()
 		deadline := rec.lastDeadline(l.Deadline)
-		require.Len(t, rec.of(heartbeat.EventExtended), 1)
+		require.Len(t, rec.of(heartbeat.EventRenewed), 1)
 		assert.True(t, done.Before(deadline), "ctx done at %s, not before the local deadline %s", done, deadline)
 		assert.Equal(t, deadline.Add(-margin), done, "cancelled at deadline - margin")
 		cause := context.Cause(ctx)
@@ -270,7 +270,7 @@ func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 
 	require.NoError(t, ctx.Err())
-	assert.Len(t, rec.of(heartbeat.EventExtended), int(10*ttl/interval))
+	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
 	_, err := store.LookupID(t.Context(), l.ID)
 	assert.NoError(t, err)
 	require.NoError(t, stop())

@@ -62,7 +62,7 @@ func (r *recorder) all() []heartbeat.Event {
 // lastDeadline returns the local deadline after the last confirmed Extend,
 // or fallback when there was none.
 func (r *recorder) lastDeadline(fallback time.Time) time.Time {
-	ext := r.of(heartbeat.EventExtended)
+	ext := r.of(heartbeat.EventRenewed)
 	if len(ext) == 0 {
 		return fallback
 	}

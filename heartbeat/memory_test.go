@@ -37,7 +37,7 @@ func TestStart_MemoryStore_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 
 	require.NoError(t, ctx.Err())
-	assert.Len(t, rec.of(heartbeat.EventExtended), int(10*ttl/interval))
+	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
 	_, err = store.LookupID(t.Context(), l.ID)
 	assert.NoError(t, err, "lease still live after 10 x TTL")
 	require.NoError(t, stop())
@@ -133,7 +133,7 @@ func TestStart_MemoryStore_DefaultsToTheStoreClock(t *testing.T) {
 	}
 	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 	require.NoError(t, ctx.Err())
-	ext := rec.of(heartbeat.EventExtended)
+	ext := rec.of(heartbeat.EventRenewed)
 	require.Len(t, ext, int(3*ttl/interval), "renewals follow the store's fake clock")
 	for _, e := range ext {
 		assert.Zero(t, e.Latency, "the fake clock did not move during the Extend")

@@ -127,7 +127,7 @@ func blackholeRound(t *testing.T, holder, other lease.Store, proxy *testutil.Pro
 	expiresAt := l.ExpiresAt
 	hctx, stop, err := heartbeat.Start(ctx, holder, l, heartbeat.WithLogger(discard),
 		heartbeat.WithObserver(func(e heartbeat.Event) {
-			if e.Kind == heartbeat.EventExtended {
+			if e.Kind == heartbeat.EventRenewed {
 				mu.Lock()
 				expiresAt = e.ExpiresAt
 				mu.Unlock()

@@ -105,7 +105,7 @@ loop:
 				// Report before re-arming the timers: the timers are set
 				// from absolute times, so a slow observer shifts nothing,
 				// and a fake clock's waiters mean the event is out.
-				h.emit(Event{Kind: EventExtended, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt + 1,
+				h.emit(Event{Kind: EventRenewed, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt + 1,
 					Latency: clock.Since(r.sent)})
 				if !cutoff.Stop() {
 					select { // drop a cut-off that fired while this result was on its way
@@ -125,7 +125,7 @@ loop:
 				lastErr = r.err
 				// Back off, but keep attempts coming before the cut-off.
 				wait := min(retry.NextBackOff(), max(cutoffAt().Sub(clock.Now())/2, time.Millisecond))
-				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: r.err},
+				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt, Err: r.err},
 					logattr.Duration("retry_in", wait))
 				renew.Reset(wait)
 			}
@@ -138,7 +138,7 @@ loop:
 		// if it is what the context says.
 		if context.Cause(h.ctx) == cause {
 			h.cause = cause
-			h.emit(Event{Kind: EventLost, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: cause,
+			h.emit(Event{Kind: EventLost, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt, Err: cause,
 				Remaining: deadline.Sub(clock.Now())})
 		}
 	}
@@ -147,7 +147,7 @@ loop:
 		// so is the Extend's context.
 		<-results
 	}
-	h.emit(Event{Kind: EventStopped, ExpiresAt: expiresAt, Deadline: deadline, Attempt: attempt, Err: h.cause})
+	h.emit(Event{Kind: EventStopped, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt, Err: h.cause})
 }
 
 // emit passes e to the observer and logs it.
@@ -167,12 +167,12 @@ func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
 		msg   string
 	)
 	switch e.Kind {
-	case EventExtended:
+	case EventRenewed:
 		level, msg = slog.LevelDebug, "heartbeat: lease extended"
-		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+		attrs = append(attrs, slog.Int("try", e.Try))
 	case EventRetrying:
 		level, msg = slog.LevelWarn, "heartbeat: extend failed, retrying"
-		attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.Any("error", e.Err))
+		attrs = append(attrs, slog.Int("try", e.Try), slog.Any("error", e.Err))
 	case EventLost:
 		level, msg = slog.LevelError, "heartbeat: lease lost"
 		attrs = append(attrs, slog.Any("cause", e.Err))

@@ -64,8 +64,9 @@ type Lease struct {
 	// AcquiredAt and ExpiresAt are server times, for display only: never
 	// compare them with the local clock.
 	AcquiredAt, ExpiresAt time.Time
-	// Round is the round this acquire claimed (WithRound, WithRoundTime), or
-	// 0 when it claimed none.
+	// Round is the round this acquire claimed (WithRound, WithRoundTime,
+	// or, for WithTrigger, the one the store chose), or 0 when it claimed
+	// none.
 	Round int64
 	// PrevRound is the round recorded for Key just before this acquire
 	// claimed Round: the last round claimed before it, or 0 when there was

@@ -71,7 +71,9 @@ func WithOwner(owner string) AcquireOption {
 // check, and records its round as handled, if it has one, it is newer than
 // the recorded one and within the skew bound of WithRoundTime, so that a
 // paused occurrence is neither reported missed nor caught up later. The
-// scheduler's acquires use it. A trigger acquire (WithTrigger) ignores it.
+// scheduler's acquires use it. A trigger acquire (WithTrigger) with it
+// fails with ErrPaused while the key is paused and keeps its triggers
+// queued.
 func WithPauseCheck() AcquireOption {
 	return func(o *AcquireOptions) { o.PauseCheck = true }
 }
@@ -80,10 +82,15 @@ func WithPauseCheck() AcquireOption {
 // fleet): it succeeds only if a trigger is pending for the key and the key
 // is free, consumes the oldest live trigger in the same atomic step
 // (Lease.Trigger is its ID), and fails with ErrNoTrigger when none is
-// pending (expired triggers are dropped). It claims no round, cannot be
-// combined with WithRound, and does not check a pause (a run now is an
-// operator's explicit request; package inspect refuses to trigger a paused
-// job).
+// pending (expired triggers are dropped). It claims the round of the
+// run's occurrence itself (Lease.Round): the store's time in Unix ms, or
+// the millisecond after the recorded round when that is not earlier, so
+// every run's occurrence follows every round claimed before it, and a
+// later acquire of a round at or before it fails with ErrRoundClaimed; it
+// cannot be combined with WithRound. It checks a pause only with
+// WithPauseCheck (package inspect refuses to trigger a paused job; the
+// scheduler's trigger acquires honour a pause that came after the
+// trigger).
 func WithTrigger() AcquireOption {
 	return func(o *AcquireOptions) { o.Trigger = true }
 }

@@ -39,8 +39,8 @@ func TestTelemetry_Observe_EventToInstrument(t *testing.T) {
 			{Kind: scheduler.EventAcquireFailed, Err: lease.ErrAuth},
 		}, MetricAcquireFailures, []attribute.KeyValue{AttrErrorType.String("auth")}, 1},
 		{"acquire retrying by class", []scheduler.Event{
-			{Kind: scheduler.EventAcquireRetrying, Attempt: 1, Err: lease.ErrTimeout},
-			{Kind: scheduler.EventAcquireRetrying, Attempt: 2, Err: lease.ErrTimeout},
+			{Kind: scheduler.EventAcquireRetrying, Try: 1, Err: lease.ErrTimeout},
+			{Kind: scheduler.EventAcquireRetrying, Try: 2, Err: lease.ErrTimeout},
 		}, MetricAcquireRetries, []attribute.KeyValue{AttrErrorType.String("timeout")}, 2},
 		{"lease unconfirmed", []scheduler.Event{
 			{Kind: scheduler.EventLeaseLost, Err: heartbeat.ErrLeaseUnconfirmed, Remaining: time.Second},

@@ -10,43 +10,84 @@
 //	...
 //	err = s.Shutdown(ctx)
 //
-// It wraps gocron/v2 for the timing and adds, per firing, the guarded run:
+// # Words
 //
-//  1. Map the firing to its occurrence, the scheduled time: the latest
+// One word per concept, the same in the API, events, logs (in snake case),
+// metrics and JSON:
+//
+//   - occurrence: a scheduled time of a job (Run.Occurrence); for a
+//     triggered run, the time the store gave it (see trigger).
+//   - round: an occurrence as the store records it, in Unix milliseconds.
+//     The store lets a round be claimed once, and only when it is newer
+//     than every round claimed before it for the job.
+//   - firing: gocron's timer going off for a firing group (the jobs that
+//     share a schedule); it maps to one occurrence.
+//   - claim: the acquire of the job's lease for a round. Its answers: won,
+//     or a skip (below), or a failure the store could not answer
+//     (EventAcquireFailed); a transient failure is tried again (a try,
+//     Event.Try) while the occurrence is current.
+//   - catch-up: a late claim of the latest occurrence that ran nowhere
+//     (WithCatchUp).
+//   - trigger: a request to run a job now (package fleet); its claim
+//     consumes it, and the store gives the run a round after every round
+//     claimed before it.
+//   - run: one call of the job's function under a won claim, with a lease,
+//     a fencing token and a heartbeat that renews the lease (a renewal,
+//     EventRenewed).
+//   - attempt: a run of an occurrence. An occurrence has one attempt
+//     today; resuming an interrupted one adds attempts of the same round.
+//   - outcome: how a run ended: succeeded, failed, panicked, timed_out.
+//   - skip reasons (SkipReason): locked, claimed, clock_skew, shutdown,
+//     overrun, running_here, paused, concurrency_limit.
+//   - missed: occurrences the ledger shows no replica claimed (EventMissed).
+//
+// # One occurrence
+//
+// It wraps gocron/v2 for the timing and adds, per firing, the guarded run.
+// Each job has one owner on a replica (job.go): every firing, catch-up,
+// trigger, claim answer, run end, Remove, Register and Shutdown goes
+// through it, and it decides what happens next. Read in order, the files
+// follow one occurrence: fire.go, claim.go, run.go, finish.go.
+//
+//  1. Fire: map the firing to its occurrence, the scheduled time: the latest
 //     schedule point at or before this replica's clock (gocron never fires
 //     early; a firing delayed by load still maps to its own occurrence).
 //     Jobs with equal schedules share one gocron job, so the mapping is done
-//     once per firing for all of them, and each job is handed to a queue of
-//     lease acquires served by a fixed pool of workers
-//     (WithAcquireConcurrency): neither gocron nor a slow store round trip
-//     for one job delays the other jobs. A job has at most one acquire
-//     queued or in flight per replica; a firing that arrives meanwhile waits
-//     as the job's next and is acquired right after, in order (a later one
-//     replaces it, and the replaced occurrence is skipped as SkipOverrun).
-//  2. Acquire the lease "job:<name>" with the occurrence in Unix
+//     once per firing for all of them, and each job's owner decides: claim
+//     now, through a queue served by a fixed pool of workers
+//     (WithAcquireConcurrency), so that neither gocron nor a slow store
+//     round trip for one job delays the other jobs; or wait behind the
+//     job's claim in progress (a later firing replaces it, and the replaced
+//     occurrence is skipped as SkipOverrun); or skip it, when the job still
+//     runs here (SkipRunning).
+//  2. Claim the lease "job:<name>" with the occurrence in Unix
 //     milliseconds as its round (lease.WithRoundTime). A transient failure
 //     (the store unavailable, a timeout) is retried with backoff while the
 //     occurrence is current: until the next occurrence less min(gap/10,
 //     1s), AtRetryWindow for At, and within the job's catch-up window. An
 //     answer is not retried: the round already claimed (another replica won,
 //     SkipClaimed), the lease held for an earlier occurrence (SkipLocked:
-//     an overlap), or the clock refused (SkipClockSkew). Skips are quiet: a
-//     debug log, an EventSkipped with its SkipReason, a count in Stats.
-//  3. On a win, report the occurrences that ran nowhere (EventMissed; see
-//     below), start a heartbeat that renews the lease every ttl/3, and call
-//     the job (through any WithMiddleware) with a context that carries the
-//     fencing token (fencing.FromContext), the occurrence
+//     an overlap), the job paused (SkipPaused), or the clock refused
+//     (SkipClockSkew). Skips are quiet: a debug log, an EventSkipped with
+//     its SkipReason, a count in Stats.
+//  3. Run: on a win, report the occurrences that ran nowhere (EventMissed;
+//     see below), start a heartbeat that renews the lease every ttl/3, and
+//     call the job (through any WithMiddleware) with a context that carries
+//     the fencing token (fencing.FromContext), the occurrence
 //     (fencing.OccurrenceFromContext) and the Run (RunFromContext), that has
 //     the job's WithTimeout as its deadline, and that is cancelled with a
 //     cause: heartbeat.ErrLeaseLost or heartbeat.ErrLeaseUnconfirmed when the
 //     lease can no longer be trusted, ErrTimeout at the timeout, ErrShutdown
 //     on Shutdown.
-//  4. However the job ends (a return, a panic, runtime.Goexit), stop the
-//     heartbeat, report the outcome (succeeded, failed, panicked, timed
-//     out), and release the lease with a fresh context bounded by min(ttl,
-//     MaxCleanup), retrying transient errors within that bound — never with
-//     the cancelled run context.
-//
+//  4. Finish: however the job ends (a return, a panic, runtime.Goexit), stop
+//     the heartbeat, report the outcome (succeeded, failed, panicked,
+//     timed_out), and release the lease with a fresh context bounded by
+//     min(ttl, MaxCleanup), retrying transient errors within that bound —
+//     never with the cancelled run context. Then the job's owner decides
+//     what comes next: an occurrence that waited for the run
+//     (OverlapBufferOne), a catch-up of occurrences the run outlived, a
+//     trigger that waited for it.
+
 // # Guarantees
 //
 // Once per occurrence: a round can be claimed once, so an occurrence runs
@@ -55,7 +96,7 @@
 // point, replicas agree on every occurrence whatever their clock offsets.
 // Clock skew matters only against the store's clock: a round may lie ahead
 // of the store's clock by at most min(gap to the previous occurrence, gap
-// to the next)/2, capped at MaxRoundSkew, so that a replica whose clock
+// to the next)/2, capped at MaxOccurrenceSkew, so that a replica whose clock
 // runs fast can neither claim an occurrence before its predecessor is due
 // nor take its successor's place. A replica further ahead is refused
 // (lease.ErrClockSkew, SkipClockSkew, logged as an error) and the others
@@ -93,6 +134,19 @@
 // a slot before its job is called, waiting for one (woken by releases) up
 // to its next occurrence; one that finds none in time is skipped with
 // SkipConcurrencyLimit and runs nowhere.
+//
+// Triggers (package fleet, inspect, the cronguard command): a trigger runs
+// the job once, now, on one live replica that has it, under the job's
+// lease. Its run's occurrence is a round the store claims for it: the
+// store's time, or the millisecond after the last claimed round when that
+// is later (a replica whose clock runs fast claimed it), so occurrences
+// only increase whatever started the runs, and a scheduled occurrence
+// claimed after a trigger that ran past it is refused (SkipClaimed). A
+// trigger that finds the job running waits: the replica running it takes
+// it when the run ends, after a catch-up the run made due, or, when that
+// replica stops or no longer has the job, hands it on to the others. A
+// pause holds it until the job is resumed; a trigger not run within its
+// time to live lapses.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has

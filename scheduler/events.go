@@ -16,8 +16,8 @@ const (
 	// EventSkipped: this replica did not run the occurrence; Reason says why.
 	EventSkipped EventKind = iota + 1
 	// EventAcquireRetrying: an acquire failed with a transient error (Err;
-	// the store unavailable or timed out); it is tried again (Attempt is the
-	// attempt that failed) while the occurrence is current.
+	// the store unavailable or timed out); it is tried again (Try is the
+	// try that failed) while the occurrence is current.
 	EventAcquireRetrying
 	// EventAcquireFailed: the store could not be asked (unavailable,
 	// timeout, ...) before the occurrence stopped being current; Err says
@@ -67,15 +67,16 @@ const (
 	numEventKinds // one past the last kind
 )
 
-// String returns the kind's name ("skipped", "started", ...).
+// String returns the kind's name in snake case ("skipped", "started",
+// "timed_out", ...), as logs, metrics and JSON spell it.
 func (k EventKind) String() string {
 	switch k {
 	case EventSkipped:
 		return "skipped"
 	case EventAcquireRetrying:
-		return "acquire retrying"
+		return "acquire_retrying"
 	case EventAcquireFailed:
-		return "acquire failed"
+		return "acquire_failed"
 	case EventMissed:
 		return "missed"
 	case EventStarted:
@@ -89,11 +90,11 @@ func (k EventKind) String() string {
 	case EventPanicked:
 		return "panicked"
 	case EventTimedOut:
-		return "timed out"
+		return "timed_out"
 	case EventCancelled:
 		return "cancelled"
 	case EventLeaseLost:
-		return "lease lost"
+		return "lease_lost"
 	case EventReleased:
 		return "released"
 	case EventConflict:
@@ -138,11 +139,18 @@ const (
 	// the job's next occurrence. The occurrence runs nowhere: its round is
 	// claimed, so the ledger does not report it missed.
 	SkipConcurrencyLimit
+	// SkipLeaseLost: this replica won the occurrence, but the job's lease
+	// was lost (or could not be confirmed) before the job was called, while
+	// the run waited for a slot of its concurrency limit; EventLeaseLost
+	// says why. The occurrence did not run here: its round is claimed, so
+	// the ledger does not report it missed; this skip does.
+	SkipLeaseLost
 
 	numSkipReasons // one past the last reason
 )
 
-// String returns the reason's name ("locked", "claimed", ...).
+// String returns the reason's name in snake case ("locked", "claimed",
+// "running_here", ...), as logs, metrics and JSON spell it.
 func (r SkipReason) String() string {
 	switch r {
 	case SkipLocked:
@@ -150,17 +158,19 @@ func (r SkipReason) String() string {
 	case SkipClaimed:
 		return "claimed"
 	case SkipClockSkew:
-		return "clock skew"
+		return "clock_skew"
 	case SkipShutdown:
 		return "shutdown"
 	case SkipOverrun:
 		return "overrun"
 	case SkipRunning:
-		return "running here"
+		return "running_here"
 	case SkipPaused:
 		return "paused"
 	case SkipConcurrencyLimit:
-		return "concurrency limit"
+		return "concurrency_limit"
+	case SkipLeaseLost:
+		return "lease_lost"
 	default:
 		return "none"
 	}
@@ -180,7 +190,7 @@ type Event struct {
 	Duration     time.Duration  // for the end of a run (succeeded, failed, panicked, timed out): how long the job ran
 	Remaining    time.Duration  // for lease lost: how long the lease had left to its local deadline
 	Latency      time.Duration  // for renewed: how long the renewal took
-	Attempt      int            // for acquire retrying: the attempt that failed (1 for the first)
+	Try          int            // for acquire retrying: the try of the claim that failed (1 for the first)
 	Missed       Missed         // for missed: the occurrences that ran nowhere
 	Trigger      string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
 	Conflict     fleet.Conflict // for conflict: the two registrations
@@ -217,19 +227,33 @@ type Stats struct {
 	// SkipConcurrencyLimit: occurrences won here but not run: no slot of
 	// the job's concurrency limit freed up in time.
 	SkipConcurrencyLimit uint64
-	AcquireFailed        uint64 // occurrences not run here: the store could not be asked while they were current
-	Retries              uint64 // acquires retried after a transient error
-	Renewals             uint64 // lease renewals confirmed while jobs ran
-	Missed               uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
-	CatchUps             uint64 // catch-up runs started (WithCatchUp)
-	Triggered            uint64 // runs started for a trigger (a run now)
-	Conflicts            uint64 // conflicts with other replicas' registrations, reported
+	// SkipLeaseLost: occurrences won here but not run: the job's lease
+	// was lost while the run waited for a slot of its concurrency limit.
+	SkipLeaseLost uint64
+	AcquireFailed uint64 // occurrences not run here: the store could not be asked while they were current
+	Retries       uint64 // acquires retried after a transient error
+	Renewals      uint64 // lease renewals confirmed while jobs ran
+	Missed        uint64 // occurrences that ran nowhere, reported by this replica's wins (see EventMissed)
+	CatchUps      uint64 // catch-up runs started (WithCatchUp)
+	Triggered     uint64 // runs started for a trigger (a run now)
+	Conflicts     uint64 // conflicts with other replicas' registrations, reported
+}
+
+// emit counts e, for the Scheduler and for job j, and hands it to the
+// observers in order.
+func (s *Scheduler) emit(j *job, e Event) {
+	e.Instance = s.cfg.instanceID
+	s.stats.count(e)
+	j.stats.count(e)
+	for _, o := range s.cfg.observers {
+		o(e)
+	}
 }
 
 // counters keep Stats: one counter per event kind and per skip reason.
 type counters struct {
-	kinds     [numEventKinds]atomic.Uint64
-	reasons   [numSkipReasons]atomic.Uint64
+	kinds     [numEventKinds - 1]atomic.Uint64  // by kind - 1: kinds start at 1
+	reasons   [numSkipReasons - 1]atomic.Uint64 // by reason - 1
 	missed    atomic.Uint64
 	catchUps  atomic.Uint64
 	triggered atomic.Uint64
@@ -237,11 +261,11 @@ type counters struct {
 
 func (c *counters) count(e Event) {
 	if e.Kind > 0 && e.Kind < numEventKinds {
-		c.kinds[e.Kind].Add(1)
+		c.kinds[e.Kind-1].Add(1)
 	}
 	switch {
 	case e.Kind == EventSkipped && e.Reason > 0 && e.Reason < numSkipReasons:
-		c.reasons[e.Reason].Add(1)
+		c.reasons[e.Reason-1].Add(1)
 	case e.Kind == EventMissed:
 		c.missed.Add(uint64(e.Missed.Count))
 	case e.Kind == EventStarted && e.CatchUp:
@@ -252,16 +276,16 @@ func (c *counters) count(e Event) {
 }
 
 func (c *counters) snapshot() Stats {
-	k := func(kind EventKind) uint64 { return c.kinds[kind].Load() }
-	r := func(reason SkipReason) uint64 { return c.reasons[reason].Load() }
+	k := func(kind EventKind) uint64 { return c.kinds[kind-1].Load() }
+	r := func(reason SkipReason) uint64 { return c.reasons[reason-1].Load() }
 	return Stats{
 		Started: k(EventStarted), Succeeded: k(EventSucceeded),
 		Failed:   k(EventFailed) + k(EventPanicked) + k(EventTimedOut),
 		Panicked: k(EventPanicked), TimedOut: k(EventTimedOut), LeaseLost: k(EventLeaseLost), Released: k(EventReleased),
 		SkipLocked: r(SkipLocked), SkipClaimed: r(SkipClaimed), SkipClockSkew: r(SkipClockSkew),
 		SkipShutdown: r(SkipShutdown), SkipOverrun: r(SkipOverrun), SkipRunning: r(SkipRunning), SkipPaused: r(SkipPaused),
-		SkipConcurrencyLimit: r(SkipConcurrencyLimit),
-		AcquireFailed:        k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
+		SkipConcurrencyLimit: r(SkipConcurrencyLimit), SkipLeaseLost: r(SkipLeaseLost),
+		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
 		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(), Triggered: c.triggered.Load(), Conflicts: k(EventConflict),
 	}
 }

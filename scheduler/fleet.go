@@ -32,28 +32,29 @@ type controlPlane struct {
 	refresh time.Duration
 	started time.Time
 
-	dirty chan struct{} // a job was added or removed: publish again
-	stop  chan struct{}
-	done  chan struct{}
-	unsub func()
+	dirty  chan struct{} // a job was added or removed: publish again
+	resync chan struct{} // the control channel reconnected: look for triggers it may have missed
+	stop   chan struct{}
+	done   chan struct{}
+	unsub  func()
 
 	mu       sync.Mutex
-	reported map[string]bool // conflicts already reported, by conflictID
+	reported map[string]bool // the conflicts reported and not resolved since, by ID
 }
 
 // fingerprint identifies a job's schedule and options: replicas that
 // register one name with different fingerprints disagree on when or how it
 // runs.
-func (j *job) fingerprint() string {
+func (reg *registration) fingerprint() string {
 	b := fmt.Appendf(nil, "%s|%s|ttl=%d|timeout=%d|catchup=%d",
-		j.schedule.String(), j.plan.groupKey(), j.ttl, j.timeout, j.catchUp)
+		reg.schedule.String(), reg.plan.groupKey(), reg.ttl, reg.timeout, reg.catchUp)
 	// Options added later count only when set, so that a job without them
 	// keeps the fingerprint older versions give it.
-	if j.overlap != OverlapSkip {
-		b = fmt.Appendf(b, "|overlap=%d", int(j.overlap))
+	if reg.overlap != OverlapSkip {
+		b = fmt.Appendf(b, "|overlap=%d", int(reg.overlap))
 	}
-	if j.limitSpec != nil {
-		b = fmt.Appendf(b, "|limit=%q/%d", j.limitSpec.name, j.limitSpec.n)
+	if reg.limitSpec != nil {
+		b = fmt.Appendf(b, "|limit=%q/%d", reg.limitSpec.name, reg.limitSpec.n)
 	}
 	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
@@ -92,7 +93,7 @@ func (s *Scheduler) startControlPlane() {
 	}
 	cp := &controlPlane{
 		s: s, store: fs, refresh: s.cfg.registryRefresh, started: s.cfg.clock.Now(),
-		dirty: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		dirty: make(chan struct{}, 1), resync: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		reported: make(map[string]bool),
 	}
 	s.control = cp
@@ -141,6 +142,8 @@ func (cp *controlPlane) run() {
 			return
 		case <-cp.dirty:
 			publish = true
+		case <-cp.resync:
+			cp.lookForTriggers()
 		case <-ticker.Chan():
 			if publish {
 				break
@@ -175,8 +178,10 @@ func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
 func (cp *controlPlane) publish() bool {
 	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh}
 	for _, j := range cp.s.jobsSnapshot() {
-		r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: j.schedule.String(),
-			Spec: j.plan.groupKey(), Fingerprint: j.fingerprint()})
+		if reg := j.registered(); reg != nil {
+			r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: reg.schedule.String(),
+				Spec: reg.plan.groupKey(), Fingerprint: reg.fingerprint()})
+		}
 	}
 	ctx, cancel := cp.opContext()
 	defer cancel()
@@ -214,17 +219,24 @@ func (cp *controlPlane) checkConflicts() {
 	cp.report(fleet.Involving(all, cp.s.cfg.instanceID))
 }
 
-// report logs and emits each conflict once.
+// report logs and emits each conflict of conflicts, the full set that
+// involves this replica, once while it lasts: a conflict reported before
+// is not reported again, and one that is no longer in the set is
+// forgotten, so that it is reported again if it comes back.
 func (cp *controlPlane) report(conflicts []fleet.Conflict) {
+	now := make(map[string]bool, len(conflicts))
+	var fresh []fleet.Conflict
+	cp.mu.Lock()
 	for _, c := range conflicts {
 		id := fmt.Sprintf("%s|%s|%s|%s|%s", c.Job, c.Replicas[0], c.Jobs[0].Fingerprint, c.Replicas[1], c.Jobs[1].Fingerprint)
-		cp.mu.Lock()
-		seen := cp.reported[id]
-		cp.reported[id] = true
-		cp.mu.Unlock()
-		if seen {
-			continue
+		if !cp.reported[id] && !now[id] {
+			fresh = append(fresh, c)
 		}
+		now[id] = true
+	}
+	cp.reported = now
+	cp.mu.Unlock()
+	for _, c := range fresh {
 		cp.s.log.Error("job registered differently on two replicas: they disagree on when or how it runs",
 			slog.String("job", c.Job),
 			slog.String("replica", c.Replicas[0]), slog.String("schedule", c.Jobs[0].Schedule),
@@ -238,7 +250,10 @@ func (cp *controlPlane) report(conflicts []fleet.Conflict) {
 }
 
 // subscribe holds the control channel's subscription, making it when it
-// is missing.
+// is missing. A new subscription has missed whatever was announced before
+// it (triggers queued while this replica was down, or while it could not
+// subscribe), so it is followed by a look for waiting triggers: one store
+// read per job, at start and after a failed subscription only.
 func (cp *controlPlane) subscribe() {
 	if cp.unsub != nil {
 		return
@@ -251,30 +266,41 @@ func (cp *controlPlane) subscribe() {
 		return
 	}
 	cp.unsub = unsub
+	cp.lookForTriggers()
 }
 
-// onMessage handles the control channel.
+// onMessage handles the control channel. It never waits on the store: a
+// resync is handed to the registry goroutine.
 func (cp *controlPlane) onMessage(m fleet.Message) {
 	switch m.Kind {
 	case fleet.MessageTrigger:
 		if j := cp.s.jobByKey(m.Key); j != nil {
-			cp.s.dispatchTrigger(j)
+			j.deliver(input{kind: inTrigger})
 		}
 	case fleet.MessageResync:
-		cp.resync()
+		select {
+		case cp.resync <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 }
 
-// resync looks for triggers that wait for this replica's jobs, which a
-// dropped subscription may have missed: a store read per job, after a
-// reconnect only.
-func (cp *controlPlane) resync() {
+// lookForTriggers looks for triggers that wait for this replica's jobs,
+// which a dropped subscription may have missed: a store read per job,
+// after a reconnect only, on the registry goroutine (not the
+// subscription's), and stopped by close.
+func (cp *controlPlane) lookForTriggers() {
 	for _, j := range cp.s.jobsSnapshot() {
+		select {
+		case <-cp.stop:
+			return
+		default:
+		}
 		ctx, cancel := cp.opContext()
 		n, err := cp.store.PendingTriggers(ctx, j.key)
 		cancel()
 		if err == nil && n > 0 {
-			cp.s.dispatchTrigger(j)
+			j.deliver(input{kind: inTrigger})
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -30,15 +29,6 @@ type RunInfo struct {
 	Trigger    string // the trigger it ran for, if any
 }
 
-// setLastRun records the run's status as the job's last run here.
-func (j *job) setLastRun(st fleet.Status) {
-	ri := &RunInfo{Occurrence: st.Occurrence, Started: st.Started, Duration: st.Duration,
-		Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error), Trigger: st.Trigger}
-	j.lastMu.Lock()
-	j.lastRun = ri
-	j.lastMu.Unlock()
-}
-
 // Jobs returns the jobs registered on this replica, in the order they were
 // registered: each with its schedule, next occurrence, whether it runs
 // here now, and the last run this replica ran.
@@ -46,26 +36,28 @@ func (s *Scheduler) Jobs() []JobInfo {
 	now := s.cfg.clock.Now()
 	var out []JobInfo
 	for _, j := range s.jobsSnapshot() {
-		ji := JobInfo{Name: j.name, Schedule: j.schedule.String(), Running: j.current.Load() != nil}
-		if next := j.plan.next(now); !next.IsZero() {
+		reg, running, last := j.info()
+		if reg == nil {
+			continue // removed since the snapshot
+		}
+		ji := JobInfo{Name: j.name, Schedule: reg.schedule.String(), Running: running, LastRun: last}
+		if next := reg.plan.next(now); !next.IsZero() {
 			ji.Next = next.In(s.cfg.location)
 		}
-		j.lastMu.Lock()
-		if j.lastRun != nil {
-			last := *j.lastRun
-			ji.LastRun = &last
-		}
-		j.lastMu.Unlock()
 		out = append(out, ji)
 	}
 	return out
 }
 
 // Remove stops firing the job registered as name on this replica: no new
-// occurrence of it starts here, a firing in flight is dropped, and a run
-// that executes now finishes and releases its lease as usual. Other
-// replicas go on running the job. It fails with ErrUnknownJob for a name
-// that is not registered. The name may be registered again afterwards.
+// occurrence of it starts here, a firing in flight or waiting (a buffered
+// occurrence, a catch-up) is dropped, a trigger that waits for it is
+// handed on to the replicas that still have it, and a run that executes
+// now finishes and releases its lease as usual. Other replicas go on
+// running the job. It fails with ErrUnknownJob for a name that is not
+// registered. The name may be registered again afterwards; while the
+// removed job's run still executes here, the job registered again does
+// not start another (SkipRunning).
 func (s *Scheduler) Remove(name string) error {
 	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
@@ -73,21 +65,25 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	s.mu.Lock()
 	j := s.jobs[key]
-	if j == nil {
+	reg := (*registration)(nil)
+	if j != nil {
+		reg = j.registered()
+	}
+	if reg == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: Remove %q", ErrUnknownJob, name)
 	}
-	j.removed.Store(true)
-	delete(s.jobs, key)
 	s.order = slices.DeleteFunc(s.order, func(o *job) bool { return o == j })
-	g := s.groups[j.plan.groupKey()]
+	g := s.groups[reg.plan.groupKey()]
 	empty := g.remove(j)
 	cron := s.cron
 	if empty {
 		delete(s.groups, g.key)
 	}
+	s.dropLimit(reg.limitSpec)
 	s.mu.Unlock()
 
+	j.deliver(input{kind: inRemove})
 	if empty && cron != nil && g.id.Load() != nil {
 		if err := cron.RemoveJob(*g.id.Load()); err != nil {
 			s.log.Warn("could not remove a job's timer from gocron; its firings are dropped", slog.String("job", name), slog.Any("error", err))
@@ -98,4 +94,35 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	s.log.Info("job removed from this replica", slog.String("job", name))
 	return nil
+}
+
+// forget drops the owner of a removed job once nothing of it goes on
+// here; a job registered again meanwhile is kept.
+func (s *Scheduler) forget(j *job) {
+	s.mu.Lock()
+	s.forgetLocked(j)
+	s.mu.Unlock()
+}
+
+// forgetLocked is forget with s.mu held.
+func (s *Scheduler) forgetLocked(j *job) {
+	if s.jobs[j.key] != j {
+		return
+	}
+	if j.removable() {
+		delete(s.jobs, j.key)
+	}
+}
+
+// unregisterLocked undoes add's registration of reg for j when gocron
+// refused its schedule. s.mu is held.
+func (s *Scheduler) unregisterLocked(j *job, reg *registration) {
+	s.dropLimit(reg.limitSpec)
+	as := j.decide(input{kind: inRemove})
+	for i := range as.n {
+		if as.a[i].kind != actForget { // forgotten here: s.mu is held
+			s.do(j, as.a[i])
+		}
+	}
+	s.forgetLocked(j)
 }

@@ -55,22 +55,45 @@ func WithConcurrencyLimit(name string, n int) JobOption {
 	}
 }
 
-// semaphoreFor returns the semaphore of limit, made on first use. Jobs
-// that share a name must share n. s.mu is held.
+// sharedLimit is a concurrency limit's semaphore and how many registered
+// jobs share it.
+type sharedLimit struct {
+	sem  *lease.Semaphore
+	jobs int
+}
+
+// semaphoreFor returns the semaphore of limit, made on first use, and
+// counts job among its users. Jobs that share a name must share n. s.mu
+// is held.
 func (s *Scheduler) semaphoreFor(job string, limit *concurrencyLimit) (*lease.Semaphore, error) {
-	if sem := s.limits[limit.name]; sem != nil {
-		if sem.Limit() != limit.n {
+	if sl := s.limits[limit.name]; sl != nil {
+		if sl.sem.Limit() != limit.n {
 			return nil, invalidOption("Register %q: WithConcurrencyLimit(%q, %d): another job shares the limit with n = %d",
-				job, limit.name, limit.n, sem.Limit())
+				job, limit.name, limit.n, sl.sem.Limit())
 		}
-		return sem, nil
+		sl.jobs++
+		return sl.sem, nil
 	}
 	sem, err := lease.NewSemaphore(s.store, JobKeyPrefix+limit.name, limit.n)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Register %q: WithConcurrencyLimit: %w", ErrInvalidArgument, job, err)
 	}
-	s.limits[limit.name] = sem
+	s.limits[limit.name] = &sharedLimit{sem: sem, jobs: 1}
 	return sem, nil
+}
+
+// dropLimit counts a removed job out of its limit's users; the last one
+// out forgets the limit, so that it may be registered again with another
+// n (a run still going keeps its semaphore). s.mu is held.
+func (s *Scheduler) dropLimit(limit *concurrencyLimit) {
+	if limit == nil {
+		return
+	}
+	if sl := s.limits[limit.name]; sl != nil {
+		if sl.jobs--; sl.jobs <= 0 {
+			delete(s.limits, limit.name)
+		}
+	}
 }
 
 // takeSlot takes a slot of the run's concurrency limit, waiting for one
@@ -78,31 +101,36 @@ func (s *Scheduler) semaphoreFor(job string, limit *concurrencyLimit) (*lease.Se
 // (the job lease's heartbeat context) lasts. On success it starts the
 // slot's heartbeat, a child of ctx, and returns its context: the run's
 // context then ends when either the lease or the slot is lost. Otherwise
-// it returns the reason to skip the occurrence, or 0 after reporting a
-// store failure.
+// it returns the reason to skip the occurrence (SkipLeaseLost when the
+// job's lease was lost while it waited, not SkipConcurrencyLimit), or 0
+// after reporting a store failure.
 func (s *Scheduler) takeSlot(ctx context.Context, r *run) (context.Context, SkipReason) {
-	j := r.job
-	until := s.retryUntil(j, firing{occ: r.info.Occurrence})
-	if r.info.Trigger != "" {
-		until = s.cfg.clock.Now().Add(j.ttl) // a run now has no occurrence to make way for
-	}
-	l, err := j.limit.Acquire(ctx, j.ttl, lease.WithMaxWait(waitBound(until.Sub(s.cfg.clock.Now()))),
+	j, reg := r.job, r.reg
+	until := s.retryUntil(newFiring(r.info.Occurrence, 0, r.kind, reg))
+	l, err := reg.limit.Acquire(ctx, reg.ttl, lease.WithMaxWait(waitBound(until.Sub(s.cfg.clock.Now()))),
 		lease.WithLockClock(s.cfg.clock))
 	switch {
 	case err == nil:
 	case s.base.Err() != nil:
 		return nil, SkipShutdown
+	case ctx.Err() != nil:
+		// The job's lease was lost (or could not be confirmed) while the
+		// run waited for a slot: the heartbeat reported it; no slot was
+		// missing.
+		r.log.Warn("job lease lost while waiting for a slot of the concurrency limit; job not run",
+			slog.String("limit", reg.limit.Name()), slog.Any("cause", context.Cause(ctx)))
+		return nil, SkipLeaseLost
 	case errors.Is(err, lease.ErrLocked):
 		r.log.Debug("no slot of the concurrency limit freed up before the next occurrence",
-			slog.String("limit", j.limit.Name()), slog.Any("error", err))
+			slog.String("limit", reg.limit.Name()), slog.Any("error", err))
 		return nil, SkipConcurrencyLimit
 	default:
 		r.log.Error("concurrency limit slot acquire failed; occurrence not run here",
-			slog.String("limit", j.limit.Name()), slog.Any("error", err))
+			slog.String("limit", reg.limit.Name()), slog.Any("error", err))
 		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: r.info.Occurrence, Err: err})
 		return nil, 0
 	}
-	slotCtx, stop, err := heartbeat.Start(ctx, j.limit.Store(), l, heartbeat.WithLogger(r.log),
+	slotCtx, stop, err := heartbeat.Start(ctx, reg.limit.Store(), l, heartbeat.WithLogger(r.log),
 		heartbeat.WithObserver(func(e heartbeat.Event) { s.observeSlot(r, e) }))
 	if err != nil { // a bug: the TTL was validated
 		s.releaseSlot(r, l)
@@ -130,7 +158,7 @@ func (s *Scheduler) observeSlot(r *run, e heartbeat.Event) {
 // min(ttl, MaxCleanup), retrying transient errors, as release does for the
 // lease.
 func (s *Scheduler) releaseSlot(r *run, l *lease.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
 	defer cancel()
 	attempts, err := retry.Do(ctx, l.Release, func(err error, wait time.Duration) {
 		r.log.Debug("concurrency slot release failed; retrying", slog.Any("error", err), logattr.Duration("retry_in", wait))

@@ -35,7 +35,7 @@ func TestJob_Fingerprint_Location(t *testing.T) {
 		require.NoError(t, s.Register("nightly", Cron(expr), nop))
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.order[0].fingerprint()
+		return s.order[0].registered().fingerprint()
 	}
 	ny, berlin := fingerprint("America/New_York", "0 2 * * *"), fingerprint("Europe/Berlin", "0 2 * * *")
 	assert.NotEqual(t, ny, berlin)

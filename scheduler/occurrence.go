@@ -26,18 +26,18 @@ func firingSlack(gap time.Duration) time.Duration { return min(gap/10, maxFiring
 
 // skewFor returns the maximum skew for the round of an occurrence whose
 // neighbours are before and after it (zero: no neighbour):
-// min(before, after)/2, capped at MaxRoundSkew, at least 1ms. A replica
+// min(before, after)/2, capped at MaxOccurrenceSkew, at least 1ms. A replica
 // whose clock runs further ahead than that could claim the round before
 // the previous occurrence is due and so hide it, or claim the next one in
 // its place.
 func skewFor(before, after time.Duration) time.Duration {
-	gap := 2 * MaxRoundSkew
+	gap := 2 * MaxOccurrenceSkew
 	for _, g := range []time.Duration{before, after} {
 		if g > 0 {
 			gap = min(gap, g)
 		}
 	}
-	s := min(gap/2, MaxRoundSkew)
+	s := min(gap/2, MaxOccurrenceSkew)
 	return max(s.Truncate(time.Millisecond), time.Millisecond)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -27,8 +28,10 @@ type Run struct {
 	// had not run (WithCatchUp), rather than the occurrence's own firing.
 	CatchUp bool
 	// Trigger is the ID of the trigger the run was started for (a run now,
-	// package fleet), or "" for a scheduled run. A triggered run claims no
-	// round; its Occurrence is when it started, in the store's time.
+	// package fleet), or "" for a scheduled run. A triggered run's
+	// Occurrence is the round the store claimed for it: when it started,
+	// in the store's time, or just after the occurrence claimed before it
+	// if that is later (a replica whose clock runs fast claimed it).
 	Trigger string
 }
 
@@ -42,14 +45,17 @@ func RunFromContext(ctx context.Context) (Run, bool) {
 }
 
 // run is a won occurrence while its job executes. Its fields are set by
-// attempt and execute before the job is called; the heartbeat observer and
-// the cancellation watcher write only the atomics and timeoutCause.
+// newRun and execute before the job is called; the heartbeat observer and
+// the cancellation watcher write only the atomics and timeoutCause. It
+// belongs to its job's owner, which learns of its end (finish.go).
 type run struct {
 	job   *job
+	reg   *registration // the registration it was claimed for
+	kind  firingKind
 	info  Run
 	lease *lease.Lease
 	log   *slog.Logger
-	done  chan struct{} // closed after the job returned and the lease was released
+	done  chan struct{} // closed after the job returned, the lease was released and the owner told
 
 	began         time.Time
 	stopHeartbeat heartbeat.Stop
@@ -83,140 +89,39 @@ func (r *run) event(kind EventKind, err error) Event {
 	}
 }
 
-// attempt is the guarded acquire of one firing of j, run by an acquire
-// worker: try the lease for the occurrence, and on a win hand the run to its
-// own goroutine. It reports true when the firing found the job running and
-// waits for it in a goroutine of its own (OverlapBufferOne), which then
-// ends the firing in the acquire path instead of the worker.
-func (s *Scheduler) attempt(j *job, f firing) (buffered bool) {
-	occ := f.occ
-	if j.removed.Load() {
-		return false // Remove: its firings are dropped
-	}
-	if s.base.Err() != nil {
-		s.skip(j, occ, SkipShutdown, nil)
-		return false
-	}
-	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
-	if j.current.Load() != nil {
-		// An earlier run still executes here: this replica cannot run the
-		// occurrence, so it must not claim it. Asking the store would win
-		// it whenever the earlier run's lease is gone before its heartbeat
-		// noticed (Redis lost its data, the process stalled past the TTL),
-		// and a claimed occurrence is skipped by every other replica and
-		// never reported missed. Skipped unasked, it runs on another
-		// replica, or, if the earlier lease still holds it off there,
-		// is reported missed by the next winner.
-		if quiet {
-			s.debug(j, occ, "nothing to catch up or trigger now: the job is running here")
-			return false
+// newRun builds the run of a won claim of firing f of j; the job's owner
+// calls it, under its lock, before the run starts.
+func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
+	occ := s.occ(f)
+	if f.kind == firedByTrigger {
+		// A run now: the round the store chose (a store that chose none
+		// gives the run its start).
+		occ = l.AcquiredAt.In(s.cfg.location)
+		if l.Round > 0 {
+			occ = time.UnixMilli(l.Round).In(s.cfg.location)
 		}
-		if j.overlap == OverlapBufferOne {
-			s.bufferOne(j, f) // waits for the run here to end before it asks the store
-			return true
-		}
-		s.skip(j, occ, SkipRunning, nil)
-		return false
 	}
-	l, err := s.acquire(j, f)
-	if err != nil && j.buffers(f, err) && s.base.Err() == nil {
-		s.bufferOne(j, f)
-		return true
-	}
-	s.settle(j, f, l, err)
-	return false
-}
-
-// settle acts on the outcome of the acquire of firing f of j: a skip, a
-// failure, or a won occurrence, whose run it starts in its own goroutine.
-func (s *Scheduler) settle(j *job, f firing, l *lease.Lease, err error) {
-	occ := f.occ
-	quiet := f.catchUp || f.trigger // a catch-up or trigger that finds nothing to do is no skip
-	switch {
-	case err == nil:
-	case s.base.Err() != nil && errors.Is(err, lease.ErrAborted):
-		s.skip(j, occ, SkipShutdown, nil) // a wait for the job's running occurrence, ended by Shutdown
-		return
-	case f.trigger && errors.Is(err, lease.ErrNoTrigger):
-		s.debug(j, occ, "trigger already run elsewhere, or expired")
-		return
-	case f.trigger && errors.Is(err, lease.ErrLocked):
-		s.debug(j, occ, "trigger waits: the job is running; the replica running it takes the trigger when the run ends")
-		return
-	case quiet && (errors.Is(err, lease.ErrLocked) || errors.Is(err, lease.ErrRoundClaimed) || errors.Is(err, lease.ErrPaused)):
-		s.debug(j, occ, "nothing to catch up: the occurrence (or a later one) was claimed, the job is running, or it is paused", slog.Any("answer", err))
-		return
-	case errors.Is(err, lease.ErrPaused):
-		s.skip(j, occ, SkipPaused, err)
-		return
-	case errors.Is(err, lease.ErrLocked):
-		s.skip(j, occ, SkipLocked, err)
-		return
-	case errors.Is(err, lease.ErrRoundClaimed):
-		s.skip(j, occ, SkipClaimed, err)
-		return
-	case errors.Is(err, lease.ErrClockSkew):
-		s.skip(j, occ, SkipClockSkew, err)
-		return
-	default:
-		s.log.Error("job lease acquire failed; occurrence not run here",
-			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
-		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: occ, Err: err})
-		return
-	}
-	if f.trigger {
-		occ = l.AcquiredAt.In(s.cfg.location) // a run now: its occurrence is when it started
-	}
-	s.reportMissed(j, l, occ)
-
 	r := &run{
 		job:   j,
+		reg:   f.reg,
+		kind:  f.kind,
 		lease: l,
 		done:  make(chan struct{}),
-		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: j.owner,
-			Replica: s.cfg.instanceID, CatchUp: f.catchUp, Trigger: l.Trigger},
+		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
+			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger},
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", lease.ShortID(l.ID)), slog.Any("fence", l.Fence)),
 	}
 	r.deadline.Store(&l.Deadline)
-	s.mu.Lock()
-	reason := SkipReason(0)
-	switch {
-	case s.closed:
-		reason = SkipShutdown
-	case !j.current.CompareAndSwap(nil, r):
-		// Never two of a job at once. Unreachable while a job's acquires
-		// are serialized (one in flight per job) and checked above; kept
-		// so that the invariant does not rest on that alone.
-		reason = SkipRunning
-	default:
-		s.runs[r] = struct{}{}
-	}
-	s.mu.Unlock()
-	if reason != 0 {
-		s.release(r, nil)
-		s.skip(j, occ, reason, nil)
-		return
-	}
-	go s.execute(r)
+	return r
 }
 
-// skip reports an occurrence of j this replica does not run. A fast clock
-// is an error; losing the race is routine.
-func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
-	if reason == SkipClockSkew {
-		s.log.Error("occurrence refused: this replica's clock runs ahead of the store's; fix its time sync",
-			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
-	} else {
-		s.debug(j, occ, "occurrence skipped", slog.String("reason", reason.String()))
-	}
-	s.emit(j, Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
-}
-
-// execute runs a won occurrence: heartbeat, call, and, on every way out of
-// the job (return, panic, runtime.Goexit), finish: stop the heartbeat,
-// report the outcome, release the lease.
+// execute runs a won occurrence: report the occurrences that ran nowhere,
+// start the heartbeat, take a slot of the concurrency limit, call, and, on
+// every way out of the job (return, panic, runtime.Goexit), finish: stop
+// the heartbeat, report the outcome, release the lease (finish.go).
 func (s *Scheduler) execute(r *run) {
+	s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
 
@@ -227,7 +132,7 @@ func (s *Scheduler) execute(r *run) {
 		return
 	}
 	r.stopHeartbeat = stop
-	if r.job.limit != nil {
+	if r.reg.limit != nil {
 		slotCtx, reason := s.takeSlot(hbCtx, r)
 		if slotCtx == nil {
 			end = exit{how: exitNotRun, reason: reason}
@@ -237,7 +142,7 @@ func (s *Scheduler) execute(r *run) {
 	}
 	ctx, cancel := context.WithCancelCause(hbCtx)
 	r.cancel = cancel
-	if t := r.job.timeout; t > 0 {
+	if t := r.reg.timeout; t > 0 {
 		// A real deadline, so that drivers bound their I/O by it; the
 		// watcher stops the lease's renewals when it passes.
 		ctx, r.cancelTimeout = context.WithTimeoutCause(ctx, t, fmt.Errorf("%w after %s", ErrTimeout, t))
@@ -252,14 +157,35 @@ func (s *Scheduler) execute(r *run) {
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
 	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
-	call(ctx, r.job.fn, &end)
+	call(ctx, r.reg.fn, &end)
+}
+
+// reportMissed reports the occurrences of j that ran nowhere, as the
+// ledger tells: l won occ, and the round recorded before it was
+// l.PrevRound, so every occurrence strictly between the two was claimed by
+// no replica (all were down, the store was unreachable, the job's previous
+// run overlapped them, or every replica's clock was refused). The first
+// claim of a job (no previous round) reports nothing.
+func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ time.Time) {
+	if l.PrevRound <= 0 {
+		return
+	}
+	n, first, last, capped := reg.plan.between(time.UnixMilli(l.PrevRound), occ, MaxMissedCount)
+	if n == 0 {
+		return
+	}
+	m := Missed{Count: n, First: first.In(s.cfg.location), Last: last.In(s.cfg.location), Capped: capped}
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "occurrences ran nowhere",
+		slog.String("job", j.name), slog.Int("missed", n), slog.Bool("at_least", capped),
+		slog.Time("first", m.First), slog.Time("last", m.Last), slog.Time("occurrence", occ))
+	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
 }
 
 // observeHeartbeat follows the run's heartbeat: each renewal moves the
 // lease's local deadline, and a loss is reported as it happens.
 func (s *Scheduler) observeHeartbeat(r *run, e heartbeat.Event) {
 	switch e.Kind {
-	case heartbeat.EventExtended:
+	case heartbeat.EventRenewed:
 		d := e.Deadline
 		r.deadline.Store(&d)
 		ev := r.event(EventRenewed, nil)
@@ -304,4 +230,36 @@ func (s *Scheduler) watchCancel(r *run, ctx context.Context) func() {
 			<-reported
 		}
 	}
+}
+
+// exitHow is how a job function ended.
+type exitHow int
+
+const (
+	exitGoexit     exitHow = iota // neither returned nor panicked: runtime.Goexit
+	exitReturned                  // returned (err may be nil)
+	exitPanicked                  // panicked (err wraps ErrPanic)
+	exitNotStarted                // never called: the heartbeat did not start
+	exitNotRun                    // never called: no slot of its concurrency limit (reason says why)
+)
+
+// exit is how a run ended, filled in by call.
+type exit struct {
+	how    exitHow
+	err    error
+	stack  []byte     // for a panic, the panicking goroutine's stack
+	reason SkipReason // for exitNotRun: the skip to report (0: reported already)
+}
+
+// call calls fn and records how it ended in end. If fn calls
+// runtime.Goexit, call does not return, end keeps exitGoexit, and the
+// caller's deferred finish still runs.
+func call(ctx context.Context, fn func(context.Context) error, end *exit) {
+	defer func() {
+		if v := recover(); v != nil {
+			*end = exit{how: exitPanicked, err: fmt.Errorf("%w: %v", ErrPanic, v), stack: debug.Stack()}
+		}
+	}()
+	err := fn(ctx)
+	*end = exit{how: exitReturned, err: err}
 }

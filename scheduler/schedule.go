@@ -48,10 +48,10 @@ type plan interface {
 	between(a, b time.Time, limit int) (n int, first, last time.Time, capped bool)
 }
 
-// MaxRoundSkew caps the maximum skew passed with a round
+// MaxOccurrenceSkew caps the maximum skew passed with a round
 // (lease.WithRoundTime): min(gap to the previous occurrence, gap to the
-// next one)/2, capped at MaxRoundSkew.
-const MaxRoundSkew = 5 * time.Second
+// next one)/2, capped at MaxOccurrenceSkew.
+const MaxOccurrenceSkew = 5 * time.Second
 
 // Cron returns a schedule for a cron expression of 5 fields (minute hour
 // day-of-month month day-of-week) or 6 fields (with a leading seconds

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -26,62 +25,50 @@ type Scheduler struct {
 	log        *slog.Logger
 	stats      counters
 
-	// base is the parent of every run context; Shutdown cancels it with
-	// cause ErrShutdown.
+	// claimCtx ends claims' retries and waits; Shutdown cancels it first,
+	// with cause ErrShutdown, once firings have stopped.
+	claimCtx     context.Context
+	cancelClaims context.CancelCauseFunc
+	// base is the parent of every run context; Shutdown cancels it next,
+	// with cause ErrShutdown.
 	base       context.Context
 	cancelBase context.CancelCauseFunc
 
-	// queue feeds the acquire workers; see dispatch.go.
-	queue   *acquireQueue
+	// queue feeds the claim workers (fire.go); workers counts them and
+	// the claims that wait for a job's lease.
+	queue   *claimQueue
 	workers sync.WaitGroup
 
 	// control is the control plane (fleet.go), nil without one.
 	control *controlPlane
 
 	mu       sync.Mutex
-	jobs     map[string]*job   // by lease key
+	jobs     map[string]*job   // by lease key: the registered jobs, and removed ones whose run or claim still goes
 	groups   map[string]*group // by schedule (plan.groupKey)
-	order    []*job
+	order    []*job            // the registered jobs, in the order they were registered
 	started  bool
 	closed   bool
-	cron     gocron.Scheduler // nil until Start and after Shutdown
-	runs     map[*run]struct{}
-	nworkers int                         // acquire workers started
-	limits   map[string]*lease.Semaphore // the concurrency limits' semaphores, by name (limit.go)
+	cron     gocron.Scheduler        // nil until Start and after Shutdown
+	nworkers int                     // claim workers started
+	limits   map[string]*sharedLimit // the concurrency limits, by name (limit.go)
 }
 
-// job is a registered job.
-type job struct {
-	name     string
-	key      string // lease key: prefix + name, NFC
-	schedule Schedule
-	plan     plan
-	fn       func(ctx context.Context) error
-	ttl      time.Duration
-	timeout  time.Duration
-	catchUp  time.Duration // WithCatchUp; 0: off
-	owner    string
-
-	// pipe is the job's place in the acquire path (pipeline.go).
-	pipe pipeline
-	// stats are the job's own running totals.
-	stats counters
-	// current is the run of the job whose function executes on this
-	// replica, or nil.
-	current atomic.Pointer[run]
-	// removed is set by Remove: the job fires no more.
-	removed atomic.Bool
-	// errorClassOnly: WithErrorClassOnly.
+// registration is what Register was given for a job: immutable. A claim
+// and a run keep the registration they started with, so a job registered
+// again after Remove runs with its new registration while a run of the old
+// one finishes.
+type registration struct {
+	schedule       Schedule
+	plan           plan
+	fn             func(ctx context.Context) error
+	ttl            time.Duration
+	timeout        time.Duration
+	catchUp        time.Duration // WithCatchUp; 0: off
+	owner          string
 	errorClassOnly bool
-	// overlap is the job's WithOverlap (overlap.go).
-	overlap OverlapPolicy
-	// limitSpec is the job's WithConcurrencyLimit, nil without one, and
-	// limit its semaphore, set by add (limit.go).
-	limitSpec *concurrencyLimit
-	limit     *lease.Semaphore
-
-	lastMu  sync.Mutex
-	lastRun *RunInfo // the last run this replica ran, for Jobs
+	overlap        OverlapPolicy
+	limitSpec      *concurrencyLimit // WithConcurrencyLimit, nil without one
+	limit          *lease.Semaphore  // its semaphore, set by Scheduler.add
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
@@ -100,20 +87,19 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 			return nil, err
 		}
 	}
-	base, cancel := context.WithCancelCause(context.Background())
-	return &Scheduler{
+	s := &Scheduler{
 		store:      store,
 		storeClock: lease.ClockOf(store),
 		cfg:        cfg,
 		log:        cfg.logger.With(slog.String("replica", cfg.instanceID)),
-		base:       base,
-		cancelBase: cancel,
-		queue:      newAcquireQueue(),
+		queue:      newClaimQueue(),
 		jobs:       make(map[string]*job),
 		groups:     make(map[string]*group),
-		runs:       make(map[*run]struct{}),
-		limits:     make(map[string]*lease.Semaphore),
-	}, nil
+		limits:     make(map[string]*sharedLimit),
+	}
+	s.claimCtx, s.cancelClaims = context.WithCancelCause(context.Background())
+	s.base, s.cancelBase = context.WithCancelCause(context.Background())
+	return s, nil
 }
 
 // Register adds a job: at each occurrence of sch, the replica that wins the
@@ -162,10 +148,10 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
-	j := &job{name: name, key: key, schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
+	reg := &registration{schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
 		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly, overlap: jc.overlap, limitSpec: jc.limit}
 
-	started, err := s.add(j)
+	j, started, err := s.add(name, key, reg)
 	if err != nil {
 		return err
 	}
@@ -173,46 +159,56 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 		if s.control != nil {
 			s.control.markDirty()
 		}
-		s.catchUp(j)
+		j.deliver(input{kind: inCatchUp})
 	}
 	return nil
 }
 
-// add adds j to the scheduler, and to gocron when it runs already, and
-// reports whether it does.
-func (s *Scheduler) add(j *job) (started bool, err error) {
+// add registers reg as the job with lease key key, and adds it to gocron
+// when it runs already, and reports whether it does. A job removed while
+// its run (or claim) still goes is the same job registered again: its
+// owner keeps the run, so the two never overlap here.
+func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false, fmt.Errorf("Register %q: %w", j.name, ErrShutdown)
+		return nil, false, fmt.Errorf("Register %q: %w", name, ErrShutdown)
 	}
-	if _, dup := s.jobs[j.key]; dup {
-		return false, fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, j.name, j.key)
+	j = s.jobs[key]
+	if j != nil && j.registered() != nil {
+		return nil, false, fmt.Errorf("%w: %q (lease key %q) is already registered", ErrDuplicateJob, name, key)
 	}
-	if j.limitSpec != nil {
-		sem, err := s.semaphoreFor(j.name, j.limitSpec)
+	if reg.limitSpec != nil {
+		sem, err := s.semaphoreFor(name, reg.limitSpec)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
-		j.limit = sem
+		reg.limit = sem
 	}
-	g, grouped := s.groups[j.plan.groupKey()]
+	g, grouped := s.groups[reg.plan.groupKey()]
 	if !grouped {
-		g = &group{key: j.plan.groupKey(), plan: j.plan}
+		g = &group{key: reg.plan.groupKey(), plan: reg.plan}
+	}
+	if j == nil {
+		j = &job{s: s, name: name, key: key}
+		j.st.reg = reg
+		s.jobs[key] = j
+	} else {
+		j.deliver(input{kind: inRegister, reg: reg}) // decides nothing to do: safe under s.mu
 	}
 	if s.started && !grouped {
 		if err := s.schedule(s.cron, g, j); err != nil {
-			return false, err
+			s.unregisterLocked(j, reg)
+			return nil, false, err
 		}
 	}
 	g.add(j)
 	s.groups[g.key] = g
-	s.jobs[j.key] = j
 	s.order = append(s.order, j)
 	if s.started {
 		s.startWorkersLocked()
 	}
-	return s.started, nil
+	return j, s.started, nil
 }
 
 // Start starts firing the registered jobs and returns at once; jobs with
@@ -224,12 +220,12 @@ func (s *Scheduler) Start() error {
 		return err
 	}
 	for _, j := range jobs {
-		s.catchUp(j) // queues at most one acquire per job, never waits
+		j.deliver(input{kind: inCatchUp}) // queues at most one claim per job, never waits
 	}
 	return nil
 }
 
-// start starts gocron and the acquire workers and returns the jobs.
+// start starts gocron and the claim workers and returns the jobs.
 func (s *Scheduler) start() ([]*job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,7 +243,7 @@ func (s *Scheduler) start() ([]*job, error) {
 		return nil, fmt.Errorf("scheduler: Start: gocron: %w", err)
 	}
 	for _, j := range s.order {
-		grp := s.groups[j.plan.groupKey()]
+		grp := s.groups[j.registered().plan.groupKey()]
 		if grp.members()[0] != j {
 			continue // scheduled with the group's first member
 		}
@@ -270,14 +266,20 @@ func (s *Scheduler) start() ([]*job, error) {
 func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 	def, opts, ok := grp.plan.definition(s.cfg.clock.Now().In(s.cfg.location))
 	if !ok {
-		for _, m := range grp.members() {
-			s.log.Warn("job has no occurrence left; it will not run", slog.String("job", m.name), slog.String("schedule", m.schedule.String()))
+		ms := slices.Clone(grp.members())
+		if !slices.Contains(ms, j) {
+			ms = append(ms, j)
+		}
+		for _, m := range ms {
+			if reg := m.registered(); reg != nil {
+				s.log.Warn("job has no occurrence left; it will not run", slog.String("job", m.name), slog.String("schedule", reg.schedule.String()))
+			}
 		}
 		return nil
 	}
-	// The task only maps the firing to its occurrence and queues the
-	// group's jobs for their acquires (dispatch.go); it never waits on the
-	// store or on user code, so gocron's own concurrency modes play no part.
+	// The task only maps the firing to its occurrence and delivers it to
+	// the group's jobs (fire.go); it never waits on the store or on user
+	// code, so gocron's own concurrency modes play no part.
 	opts = append(opts, gocron.WithName(grp.key))
 	gj, err := g.NewJob(def, gocron.NewTask(func() { s.fireGroup(grp) }), opts...)
 	if err != nil {
@@ -292,7 +294,8 @@ func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 func (s *Scheduler) Stats() Stats { return s.stats.snapshot() }
 
 // JobStats returns running totals of what this Scheduler did for the job
-// registered as name, and false if there is none.
+// registered as name, and false if there is none. A job registered again
+// while a run of it, removed, still went keeps its totals.
 func (s *Scheduler) JobStats(name string) (Stats, bool) {
 	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {
@@ -301,29 +304,17 @@ func (s *Scheduler) JobStats(name string) (Stats, bool) {
 	s.mu.Lock()
 	j := s.jobs[key]
 	s.mu.Unlock()
-	if j == nil {
+	if j == nil || j.registered() == nil {
 		return Stats{}, false
 	}
 	return j.stats.snapshot(), true
 }
 
-// emit counts e and hands it to the observer.
 // jobByKey returns the registered job with lease key key, or nil.
 func (s *Scheduler) jobByKey(key string) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.jobs[key]
-}
-
-// emit counts e, for the Scheduler and for job j, and hands it to the
-// observers in order.
-func (s *Scheduler) emit(j *job, e Event) {
-	e.Instance = s.cfg.instanceID
-	s.stats.count(e)
-	j.stats.count(e)
-	for _, o := range s.cfg.observers {
-		o(e)
-	}
 }
 
 func truncateUTF8(str string, n int) string {

@@ -8,23 +8,28 @@ import (
 	"strings"
 )
 
-// Shutdown stops the scheduler:
+// Shutdown stops the scheduler, in this order:
 //
-//  1. No new runs: firings that have not acquired their lease are skipped,
-//     and gocron stops scheduling. Acquires already sent to the store are
-//     waited for (each is bounded by min(ttl, MaxCleanup)); a lease they win
-//     is released at once.
+//  1. No new runs: gocron stops firing (its tasks in progress are waited
+//     for), the control plane leaves the registry and stops taking
+//     triggers, and every job learns that the scheduler stops: a firing
+//     waiting behind a claim, or for the job's run (OverlapBufferOne), is
+//     skipped (SkipShutdown), retries and waits end, and claims not yet
+//     sent are skipped. Claims already sent to the store are waited for
+//     (each is bounded by min(ttl, MaxCleanup)); a lease they win is
+//     released at once.
 //  2. Every running job's context is cancelled with cause ErrShutdown.
-//  3. Shutdown waits for the running jobs until ctx is done. A job that
-//     returns stops its heartbeat and releases its lease (with a fresh
-//     context), so another replica can run the next occurrence without
-//     waiting for the TTL.
+//  3. Shutdown waits for the claims and the running jobs until ctx is
+//     done. A job that returns stops its heartbeat and releases its lease
+//     (with a fresh context), so another replica can run the next
+//     occurrence without waiting for the TTL; a trigger that waited for
+//     it is handed on to the replicas that have the job.
 //  4. A job still running when ctx is done keeps its lease, no longer
 //     renewed, until the TTL runs out, so no second run can overlap it; its
 //     goroutine is left running (Go cannot stop it) and releases the lease
 //     if it ever returns. Shutdown then returns an error wrapping
 //     ErrJobsStillRunning and ctx's cause, naming those jobs and the jobs
-//     whose acquire was still in flight.
+//     whose claim was still in flight.
 //
 // Shutdown is safe to call more than once and before Start; a later call
 // waits again for the jobs still running. After Shutdown, Start and Register
@@ -35,50 +40,54 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.closed = true
 	g := s.cron
 	s.cron = nil
+	jobs := s.allJobsLocked()
 	s.mu.Unlock()
-	if first {
-		// Cancels every run context (and with it every heartbeat, which
-		// stops renewing) with cause ErrShutdown.
-		s.cancelBase(ErrShutdown)
-		s.log.Info("scheduler shutting down")
-		if s.control != nil {
-			s.control.close() // out of the registry at once, not after it lapses
-		}
-	}
+
+	// 1. No new runs.
 	var gocronErr error
 	if g != nil {
-		// gocron waits only for its tasks, which only queue acquires: the
-		// acquires and user code run in the Scheduler's own goroutines.
+		// gocron waits only for its tasks, which only deliver firings:
+		// claims and user code run in the Scheduler's own goroutines.
 		if err := g.ShutdownWithContext(ctx); err != nil {
 			gocronErr = fmt.Errorf("scheduler: stop gocron: %w", err)
 		}
 	}
-	// The acquire workers skip what is queued and finish the acquires in
-	// flight (each bounded by min(ttl, MaxCleanup); a lease won now is
-	// released at once), then exit.
-	s.queue.close()
-	workersDone := make(chan struct{})
-	go func() {
-		s.workers.Wait()
-		close(workersDone)
-	}()
-	select {
-	case <-workersDone:
-	case <-ctx.Done():
-		return s.stillRunning(ctx)
+	if first {
+		s.log.Info("scheduler shutting down")
+		if s.control != nil {
+			s.control.close() // out of the registry at once, not after it lapses
+		}
+		s.cancelClaims(ErrShutdown)
+		s.queue.close()
+		for _, j := range jobs {
+			j.deliver(input{kind: inShutdown})
+		}
+		// 2. Cancel the running jobs (and with them their heartbeats,
+		// which stop renewing).
+		s.cancelBase(ErrShutdown)
 	}
 
-	s.mu.Lock()
-	runs := make([]*run, 0, len(s.runs))
-	for r := range s.runs {
-		runs = append(runs, r)
+	// 3. Wait for the claims, then for the runs: none starts after the
+	// jobs learned of the shutdown.
+	claimsDone := make(chan struct{})
+	go func() {
+		s.workers.Wait()
+		close(claimsDone)
+	}()
+	select {
+	case <-claimsDone:
+	case <-ctx.Done():
+		return s.stillRunning(ctx, jobs)
 	}
-	s.mu.Unlock()
-	for _, r := range runs {
+	for _, j := range jobs {
+		r := j.running()
+		if r == nil {
+			continue
+		}
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			return s.stillRunning(ctx)
+			return s.stillRunning(ctx, jobs)
 		}
 	}
 	if gocronErr != nil {
@@ -90,19 +99,17 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// stillRunning is Shutdown's error when ctx ended first: it names every
-// job still running on this replica and every job whose acquire is still
-// in flight (marked "(acquiring)"), and wraps ErrJobsStillRunning and
-// ctx's cause.
-func (s *Scheduler) stillRunning(ctx context.Context) error {
+// stillRunning is Shutdown's error when ctx ended first (step 4): it names
+// every job still running on this replica and every job whose claim is
+// still in flight (marked "(acquiring)"), and wraps ErrJobsStillRunning
+// and ctx's cause.
+func (s *Scheduler) stillRunning(ctx context.Context, jobs []*job) error {
 	var running, acquiring []string
-	s.mu.Lock()
-	for r := range s.runs {
-		running = append(running, r.job.name)
-	}
-	s.mu.Unlock()
-	for _, j := range s.jobsSnapshot() {
-		if j.pipe.acquiring() {
+	for _, j := range jobs {
+		if j.running() != nil {
+			running = append(running, j.name)
+		}
+		if j.busy() {
 			acquiring = append(acquiring, j.name)
 		}
 	}
@@ -113,13 +120,25 @@ func (s *Scheduler) stillRunning(ctx context.Context) error {
 	for _, n := range acquiring {
 		names = append(names, n+" (acquiring)")
 	}
-	s.log.Error("scheduler shut down with jobs still running; they keep their leases until the TTL, and a lease an acquire still wins is released at once",
+	s.log.Error("scheduler shut down with jobs still running; they keep their leases until the TTL, and a lease a claim still wins is released at once",
 		slog.Any("running", running), slog.Any("acquiring", acquiring))
 	return fmt.Errorf("%w: %s: %w", ErrJobsStillRunning, strings.Join(names, ", "), context.Cause(ctx))
 }
 
+// jobsSnapshot returns the registered jobs, in the order they were
+// registered.
 func (s *Scheduler) jobsSnapshot() []*job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.order)
+}
+
+// allJobsLocked returns every job owner: the registered jobs and the
+// removed ones whose run or claim still goes. s.mu is held.
+func (s *Scheduler) allJobsLocked() []*job {
+	out := make([]*job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		out = append(out, j)
+	}
+	return out
 }

@@ -173,3 +173,37 @@ func (g *gatedStore) Acquire(ctx context.Context, key string, ttl time.Duration,
 	}
 	return g.Store.Acquire(ctx, key, ttl, opts...)
 }
+
+// Shutdown stops firings before it cancels runs: when a running job's
+// context is cancelled with ErrShutdown, the claim queue is closed and
+// every job knows the scheduler stops, so no occurrence can start behind
+// the cancelled run.
+func TestScheduler_Shutdown_StopsFiringsBeforeItCancelsRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s *Scheduler
+		var queueClosed, stopping bool
+		var cause error
+		job := func(ctx context.Context) error {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			s.queue.mu.Lock()
+			queueClosed = s.queue.closed
+			s.queue.mu.Unlock()
+			for _, j := range s.jobsSnapshot() {
+				j.mu.Lock()
+				stopping = j.st.stopping
+				j.mu.Unlock()
+			}
+			return nil
+		}
+		s = newScheduler(t, newMemoryStore(t, nil))
+		require.NoError(t, s.Register("report", Every(time.Second), job))
+		require.NoError(t, s.Start())
+		time.Sleep(500 * time.Millisecond) // the run of :00 waits for its context
+		shutdown(t, s)
+
+		require.ErrorIs(t, cause, ErrShutdown)
+		assert.True(t, queueClosed, "claims stopped before the run was cancelled")
+		assert.True(t, stopping, "the job knew the scheduler stops before its run was cancelled")
+	})
+}

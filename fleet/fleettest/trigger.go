@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -30,7 +31,7 @@ func testTrigger(t *testing.T, env Env) {
 	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
 	require.NoError(t, err)
 	assert.Equal(t, a.ID, l.Trigger, "the oldest trigger first")
-	assert.Zero(t, l.Round, "a trigger claims no round")
+	assert.Equal(t, l.AcquiredAt.UnixMilli(), l.Round, "a trigger claims the round of its run's occurrence: server time")
 	n, err = env.Store.PendingTriggers(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "consumed with the acquire")
@@ -62,9 +63,12 @@ func testTriggerLocked(t *testing.T, env Env) {
 	require.NoError(t, err)
 	assert.Greater(t, l.Fence, holder.Fence, "fences keep growing across trigger acquires")
 	require.NoError(t, l.Release(ctx))
-	next, err := env.Store.Acquire(ctx, key, ttl, lease.WithRound(11))
-	require.NoError(t, err, "the trigger took no round")
-	assert.Equal(t, int64(10), next.PrevRound)
+	assert.Equal(t, int64(10), l.PrevRound, "the trigger's run follows the holder's round")
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithRound(11))
+	require.ErrorIs(t, err, lease.ErrRoundClaimed, "the trigger claimed a round after 10")
+	next, err := env.Store.Acquire(ctx, key, ttl, lease.WithRound(l.Round+1))
+	require.NoError(t, err)
+	assert.Equal(t, l.Round, next.PrevRound)
 	require.NoError(t, next.Release(ctx))
 }
 
@@ -112,5 +116,86 @@ func testTriggerQueueOutlivesAShortTrigger(t *testing.T, env Env) {
 	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
 	require.NoError(t, err)
 	assert.Equal(t, long.ID, l.Trigger)
+	require.NoError(t, l.Release(ctx))
+}
+
+// testTriggerOccurrenceFollowsEveryClaim: a trigger's round (its run's
+// occurrence) is server time or, when a round at or after it was claimed
+// already (a replica whose clock runs fast, within the skew bound), the
+// millisecond after that round; and a round at or before a trigger's is
+// refused as claimed. So every run's occurrence is after every occurrence
+// claimed before it, whatever started it.
+func testTriggerOccurrenceFollowsEveryClaim(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:fast-then-trigger"
+	_, err := env.Store.AddTrigger(ctx, key, "ops", time.Minute)
+	require.NoError(t, err)
+	first, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+	require.NoError(t, err)
+	assert.Equal(t, first.AcquiredAt.UnixMilli(), first.Round, "a trigger's round is server time")
+	assert.Zero(t, first.PrevRound, "the first claim of the key")
+	require.NoError(t, first.Release(ctx))
+
+	// A fast replica claims an occurrence 800ms ahead of server time.
+	fast, err := env.Store.Acquire(ctx, key, ttl, lease.WithRoundTime(first.AcquiredAt.Add(800*time.Millisecond), time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, first.Round, fast.PrevRound, "the trigger's round is in the ledger")
+	require.NoError(t, fast.Release(ctx))
+
+	_, err = env.Store.AddTrigger(ctx, key, "ops", time.Minute)
+	require.NoError(t, err)
+	trig, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+	require.NoError(t, err)
+	assert.Equal(t, fast.Round+1, trig.Round, "after the claimed round, not at server time before it")
+	assert.Equal(t, fast.Round, trig.PrevRound)
+	require.NoError(t, trig.Release(ctx))
+
+	// The mirror case: a scheduled occurrence claimed late, at or before
+	// the trigger's round, is refused.
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithRound(trig.Round))
+	require.ErrorIs(t, err, lease.ErrRoundClaimed)
+	next, err := env.Store.Acquire(ctx, key, ttl, lease.WithRound(trig.Round+1000))
+	require.NoError(t, err)
+	assert.Equal(t, trig.Round, next.PrevRound)
+	require.NoError(t, next.Release(ctx))
+}
+
+// testTriggerWaitsWhilePaused: a trigger acquire that honours a pause
+// (WithPauseCheck) is refused while the key is paused, and the trigger
+// stays queued for after the resume.
+func testTriggerWaitsWhilePaused(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:paused-trigger"
+	tr, err := env.Store.AddTrigger(ctx, key, "ops", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, env.Store.SetPause(ctx, key, fleet.Pause{By: "ops"}))
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithTrigger(), lease.WithPauseCheck())
+	require.ErrorIs(t, err, lease.ErrPaused)
+	n, err := env.Store.PendingTriggers(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the trigger stays queued")
+	_, err = env.Store.ClearPause(ctx, key)
+	require.NoError(t, err)
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger(), lease.WithPauseCheck())
+	require.NoError(t, err)
+	assert.Equal(t, tr.ID, l.Trigger)
+	require.NoError(t, l.Release(ctx))
+}
+
+// testTriggerLiveBehindManyExpired: a live trigger queued behind more
+// expired ones than one call of the store drops is still found.
+func testTriggerLiveBehindManyExpired(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:many-expired"
+	for range 1100 {
+		_, err := env.Store.AddTrigger(ctx, key, "ops", 50*time.Millisecond)
+		require.NoError(t, err)
+	}
+	live, err := env.Store.AddTrigger(ctx, key, "ops", time.Hour)
+	require.NoError(t, err)
+	env.Wait(200 * time.Millisecond)
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+	require.NoError(t, err, "the live trigger waits behind 1100 expired ones")
+	assert.Equal(t, live.ID, l.Trigger)
 	require.NoError(t, l.Release(ctx))
 }

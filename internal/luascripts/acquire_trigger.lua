@@ -1,11 +1,20 @@
 -- acquire_trigger: take the lease on one key to run a trigger: only if
--- the key is free and a live trigger is queued, which is consumed in the
--- same step. Claims no round.
+-- the key is free (and, when asked, not paused) and a live trigger is
+-- queued, which is consumed in the same step. The run's occurrence is a
+-- round claimed here: server time, or the millisecond after the recorded
+-- round when that is not before server time (a replica whose clock runs
+-- fast claimed it, within its skew bound). So a run's occurrence is after
+-- every occurrence claimed before it, whatever started the run, and a
+-- scheduled round at or before a trigger's is refused as claimed
+-- (acquire.lua).
 --
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
 -- KEYS[4] trigger queue    <prefix>:trigger:{G}      (a list of "<expiresAtMs>|<queuedAtMs>|<trigger id>")
+-- KEYS[5] round record     <prefix>:round:{G}        (never deleted, never expires)
+-- KEYS[6] pause key        <prefix>:pause:{G}        (exists while the key is paused);
+--         given only by an acquire that honours a pause
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
 -- ARGV[3] PX of the data key in ms (ttl + tolerance)
@@ -13,17 +22,25 @@
 -- ARGV[5] record tail built by the client: "key":...,"owner":...}
 --
 -- Returns
---   {1, fence, expiresAtMs, acquiredAtMs, triggerID, queuedAtMs}  acquired
+--   {1, fence, expiresAtMs, acquiredAtMs, triggerID, queuedAtMs, round, prevRound}
+--                      acquired; round is the run's occurrence in Unix ms,
+--                      prevRound the round recorded before it (0: none)
 --   {0, remainingMs}   a live lease holds the key; the triggers stay queued
+--   {-6}               the key is paused (and KEYS[6] is given); the
+--                      triggers stay queued
 --   {-7}               no live trigger is queued (expired ones are dropped)
---   {-9}               unreadable record or fence counter
+--   {-8}               1000 expired triggers were dropped and more entries
+--                      wait: call again (each call's work stays bounded)
+--   {-9}               unreadable record, round or fence counter
 --
 -- The fence follows the rule of acquire.lua (never goes back). The record
--- layout is acquire.lua's, with "prev":0.
+-- layout is acquire.lua's, with "prev" the round recorded before this one.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
+
+if KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1 then return {-6} end
 
 local cur = redis.call('GET', KEYS[1])
 if cur then
@@ -36,6 +53,13 @@ if cur then
   end
 end
 
+local last = redis.call('GET', KEYS[5])
+local prev = 0
+if last then
+  prev = tonumber(last)
+  if not prev then return {-9} end
+end
+
 local id, queued
 for _ = 1, 1000 do
   local e = redis.call('LPOP', KEYS[4])
@@ -46,15 +70,18 @@ for _ = 1, 1000 do
     break
   end
 end
-if not id then return {-7} end
+if not id then return {-8} end
 
+local round = now
+if prev >= round then round = prev + 1 end
 local fence = redis.call('INCR', KEYS[3])
 local floor = now * 100
 if fence < floor then
   fence = redis.call('INCRBY', KEYS[3], floor - fence)
 end
 local exp = now + ARGV[2]
-redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":0,%s',
-  ARGV[1], exp, now, fence, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
+  ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
-return {1, fence, exp, now, id, queued}
+redis.call('SET', KEYS[5], string.format('%d', round))
+return {1, fence, exp, now, id, queued, round, prev}

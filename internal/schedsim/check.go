@@ -482,7 +482,7 @@ func (c *checker) catchUp() {
 		if !c.hasReg(a.Replica, a.Job, e, end) || c.pausedIn(a.Job, occ, end) || c.outageIn(e, end) || c.wipeIn(occ, end) {
 			continue
 		}
-		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxRoundSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
+		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
 			continue
 		}
 		c.fail("catch-up", e, a.Job, "%s ended at %s after occurrence %s came due; it was not caught up before %s, though the job was free in between (events: %s)",

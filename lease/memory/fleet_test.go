@@ -79,15 +79,19 @@ func TestStore_Acquire_PausedWhileHeld(t *testing.T) {
 	require.NoError(t, err, "a pause does not end a held lease")
 }
 
-// TestStore_Acquire_TriggerIgnoresPause documents that a trigger acquire
-// runs a paused job's trigger, as lease/redislease's trigger acquire does.
-func TestStore_Acquire_TriggerIgnoresPause(t *testing.T) {
+// TestStore_Acquire_TriggerHonoursPauseOnlyWhenAsked: a trigger acquire
+// with lease.WithPauseCheck (the scheduler's) is refused while the key is
+// paused and keeps the trigger; one without it runs the trigger, as
+// lease/redislease's does.
+func TestStore_Acquire_TriggerHonoursPauseOnlyWhenAsked(t *testing.T) {
 	ctx := t.Context()
 	s, _ := newStore(t)
 	require.NoError(t, s.SetPause(ctx, "k", fleet.Pause{By: "ops"}))
 	tr, err := s.AddTrigger(ctx, "k", "ops", time.Minute)
 	require.NoError(t, err)
-	l, err := s.Acquire(ctx, "k", time.Second, lease.WithTrigger(), lease.WithPauseCheck())
+	_, err = s.Acquire(ctx, "k", time.Second, lease.WithTrigger(), lease.WithPauseCheck())
+	require.ErrorIs(t, err, lease.ErrPaused)
+	l, err := s.Acquire(ctx, "k", time.Second, lease.WithTrigger())
 	require.NoError(t, err)
 	assert.Equal(t, tr.ID, l.Trigger)
 }

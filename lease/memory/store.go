@@ -119,11 +119,14 @@ func retained(r *record, now time.Time) bool {
 // and the round recorded. Apart from a paused round, a failed acquire
 // records nothing.
 //
-// With lease.WithTrigger the acquire checks for a live lease
-// (*lease.LockedError, the triggers stay queued), then consumes the key's
-// oldest live trigger, dropping expired ones (lease.ErrNoTrigger when there
-// is none), as lease/redislease does; it claims no round, and, like lease/redislease,
-// it does not look at a pause.
+// With lease.WithTrigger the acquire checks for a pause when
+// lease.WithPauseCheck is given (lease.ErrPaused, the triggers stay
+// queued), then for a live lease (*lease.LockedError, the triggers stay
+// queued), then consumes the key's oldest live trigger, dropping expired
+// ones (lease.ErrNoTrigger when there is none), as lease/redislease does.
+// It claims the round of the run's occurrence: the store's time in Unix
+// ms, or the recorded round + 1 when that is later (Lease.Round,
+// Lease.PrevRound), so a later scheduled round at or before it is refused.
 //
 // LockedError.Remaining is the time until the holder's lease stops being
 // live if it is not extended: ExpiresAt + lease.ExpiryTolerance - now.
@@ -154,7 +157,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		s.keys[key] = ks
 	}
 	if o.Trigger {
-		return s.acquireTrigger(key, ks, ttl, o.Owner, now, sent)
+		return s.acquireTrigger(key, ks, ttl, o.Owner, o.PauseCheck, now, sent)
 	}
 	if o.PauseCheck {
 		if _, paused := s.pauses[key]; paused {

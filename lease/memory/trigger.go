@@ -78,10 +78,15 @@ func (q *triggerQueues) pop(key string, now time.Time) (trigger, bool) {
 }
 
 // acquireTrigger is Acquire with lease.WithTrigger, under s.mu: take the
-// free key to run its oldest live trigger, consuming it. It claims no
-// round.
-func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owner string, now, sent time.Time) (*lease.Lease, error) {
+// free key to run its oldest live trigger, consuming it, and claim the
+// run's round: now, or the millisecond after the recorded round when that
+// is not before now (a fast replica claimed it). With pauseCheck a paused
+// key refuses it and keeps its triggers.
+func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owner string, pauseCheck bool, now, sent time.Time) (*lease.Lease, error) {
 	const op = "acquire"
+	if _, paused := s.pauses[key]; pauseCheck && paused {
+		return nil, opError(op, lease.ErrPaused)
+	}
 	if live(ks.cur, now) {
 		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
 	}
@@ -94,6 +99,9 @@ func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owne
 	}
 	l := s.take(key, ks, ttl, owner, now).lease(ttl, sent)
 	l.Trigger = t.id
+	l.PrevRound = ks.round
+	ks.round = max(now.UnixMilli(), ks.round+1)
+	l.Round = ks.round
 	return lease.Attach(s, l), nil
 }
 

@@ -44,16 +44,19 @@ var (
 
 // Script return codes (see internal/luascripts).
 const (
-	codeDone       = 1
-	codeNotOwner   = 0
-	codeNotFound   = -1
-	codeExpired    = -2
-	codeClaimed    = -3
-	codeSkew       = -4
-	codeElsewhere  = -5 // keyed scripts: the ID's index names another data key
-	codePaused     = -6
-	codeNoTrigger  = -7
-	codeUnreadable = -9
+	codeDone      = 1
+	codeNotOwner  = 0
+	codeNotFound  = -1
+	codeExpired   = -2
+	codeClaimed   = -3
+	codeSkew      = -4
+	codeElsewhere = -5 // keyed scripts: the ID's index names another data key
+	codePaused    = -6
+	codeNoTrigger = -7
+	// codeExpiredDropped: acquire_trigger.lua dropped its bound of expired
+	// triggers and more entries wait; it is called again.
+	codeExpiredDropped = -8
+	codeUnreadable     = -9
 )
 
 // How long each key of a lease outlives its TTL in Redis. The record (data
@@ -154,7 +157,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	s.preflightOnce.Do(func() { s.preflight(ctx) })
 	id, ik := newLeaseID(s.prefix, ks.slot)
 	if o.Trigger {
-		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON)
+		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o.PauseCheck)
 	}
 	pause := "" // KEYS[5] only when the acquire honours a pause
 	if o.PauseCheck {

@@ -16,44 +16,63 @@ import (
 )
 
 // acquireTrigger is Acquire with lease.WithTrigger: take the lease only to
-// run a queued trigger, consuming it (acquire_trigger.lua).
-func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string) (*lease.Lease, error) {
+// run a queued trigger, consuming it, and claim the run's round
+// (acquire_trigger.lua): server time, or the millisecond after the
+// recorded round when that is not before it. With lease.WithPauseCheck a
+// paused key refuses it (lease.ErrPaused) and keeps its triggers.
+func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string, pauseCheck bool) (*lease.Lease, error) {
 	const op = "acquire"
 	keys, args := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
-	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix)}
+	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix), ks.round}
+	if pauseCheck {
+		keys = append(keys, ks.pause(s.prefix))
+	}
 	args = args[:5]
 	sent := s.clock.Now()
-	resp := acquireTriggerScript.Exec(ctx, s.client, keys, args)
-	if err := resp.Error(); err != nil {
-		name := keyName(ks)
-		if outcomeUnknown(ctx, err) {
-			// The trigger, if it was consumed, is lost with the roll-back:
-			// triggers are at most once.
-			s.rollback(ctx, ks, ik, id, 0, ttl, name)
+	var arr []rueidis.RedisMessage
+	var code int64
+	for {
+		resp := acquireTriggerScript.Exec(ctx, s.client, keys, args)
+		if err := resp.Error(); err != nil {
+			name := keyName(ks)
+			if outcomeUnknown(ctx, err) {
+				// The trigger, if it was consumed, is lost with the
+				// roll-back (triggers are at most once), and the round it
+				// claimed stays claimed (its value is unknown here): a
+				// scheduled occurrence at or before it is refused, as
+				// after a trigger that ran.
+				s.rollback(ctx, ks, ik, id, 0, ttl, name)
+			}
+			return nil, wrapErr(ctx, op, name, err)
 		}
-		return nil, wrapErr(ctx, op, name, err)
-	}
-	arr, err := resp.ToArray()
-	if err != nil || len(arr) == 0 {
-		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %v", errBadReply, err))
-	}
-	code, err := arr[0].AsInt64()
-	if err != nil {
-		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
+		var err error
+		if arr, err = resp.ToArray(); err != nil || len(arr) == 0 {
+			return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %v", errBadReply, err))
+		}
+		if code, err = arr[0].AsInt64(); err != nil {
+			return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
+		}
+		if code != codeExpiredDropped {
+			break
+		}
+		// 1000 expired triggers dropped, more entries wait: go on.
 	}
 	switch {
 	case code == 0 && len(arr) == 2:
 		rem, _ := arr[1].AsInt64()
 		return nil, opErr(op, keyName(ks), &lease.LockedError{Remaining: time.Duration(rem) * time.Millisecond})
+	case code == codePaused:
+		return nil, opErr(op, keyName(ks), lease.ErrPaused)
 	case code == codeNoTrigger:
 		return nil, opErr(op, keyName(ks), lease.ErrNoTrigger)
 	case code == codeUnreadable:
 		return nil, internalErr(op, keyName(ks), errUnreadable)
-	case code != 1 || len(arr) != 6:
+	case code != 1 || len(arr) != 8:
 		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: code %d, %d elements", errBadReply, code, len(arr)))
 	}
-	var v [6]int64
-	for _, i := range []int{1, 2, 3, 5} {
+	var v [8]int64
+	for _, i := range []int{1, 2, 3, 5, 6, 7} {
+		var err error
 		if v[i], err = arr[i].AsInt64(); err != nil {
 			return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
 		}
@@ -64,7 +83,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 	}
 	fence, err := checkFence(v[1])
 	if err != nil {
-		s.rollback(ctx, ks, ik, id, 0, ttl, keyName(ks))
+		s.rollback(ctx, ks, ik, id, v[6], ttl, keyName(ks))
 		return nil, internalErr(op, keyName(ks), err)
 	}
 	return lease.Attach(s, &lease.Lease{
@@ -75,6 +94,8 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 		TTL:        ttl,
 		AcquiredAt: time.UnixMilli(v[3]),
 		ExpiresAt:  time.UnixMilli(v[2]),
+		Round:      v[6],
+		PrevRound:  v[7],
 		Trigger:    trigger,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -16,51 +15,18 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-// exitHow is how a job function ended.
-type exitHow int
-
-const (
-	exitGoexit     exitHow = iota // neither returned nor panicked: runtime.Goexit
-	exitReturned                  // returned (err may be nil)
-	exitPanicked                  // panicked (err wraps ErrPanic)
-	exitNotStarted                // never called: the heartbeat did not start
-	exitNotRun                    // never called: no slot of its concurrency limit (reason says why)
-)
-
-// exit is how a run ended, filled in by call.
-type exit struct {
-	how    exitHow
-	err    error
-	stack  []byte     // for a panic, the panicking goroutine's stack
-	reason SkipReason // for exitNotRun: the skip to report (0: reported already)
-}
-
-// call calls fn and records how it ended in end. If fn calls
-// runtime.Goexit, call does not return, end keeps exitGoexit, and the
-// caller's deferred finish still runs.
-func call(ctx context.Context, fn func(context.Context) error, end *exit) {
-	defer func() {
-		if v := recover(); v != nil {
-			*end = exit{how: exitPanicked, err: fmt.Errorf("%w: %v", ErrPanic, v), stack: debug.Stack()}
-		}
-	}()
-	err := fn(ctx)
-	*end = exit{how: exitReturned, err: err}
-}
-
 // finish ends a run however its job ended: it stops the heartbeat,
-// reports the outcome and releases the lease; from its start, the job may
-// run again on this replica. execute defers it, so it runs on
-// runtime.Goexit too.
+// reports the outcome, releases the slot and the lease, and tells the
+// job's owner, which decides what happens next (a buffered occurrence, a
+// catch-up, a trigger that waited; or, on a replica that stops or no
+// longer has the job, handing the trigger on to the fleet). execute defers
+// it, so it runs on runtime.Goexit too.
 func (s *Scheduler) finish(r *run, end *exit) {
+	triggers := 0
 	defer func() {
-		s.mu.Lock()
-		delete(s.runs, r)
-		s.mu.Unlock()
+		r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
 		close(r.done)
 	}()
-	// The job function is no longer executing: the job may run here again.
-	r.job.current.CompareAndSwap(r, nil)
 	if end.how == exitNotStarted {
 		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
 		s.emit(r.job, r.event(EventFailed, end.err))
@@ -93,23 +59,38 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	s.emit(r.job, ev)
 	s.reportOutlived(r, lost)
 	st := r.status(ev)
-	r.job.setLastRun(st)
+	r.job.setLastRun(&RunInfo{Occurrence: st.Occurrence, Started: st.Started, Duration: st.Duration,
+		Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error), Trigger: st.Trigger})
 	if r.slot != nil {
 		s.releaseSlot(r, r.slot) // first: a run waiting for the slot need not wait for the lease too
 	}
-	released, triggers := s.release(r, &st)
+	released, n := s.release(r, &st)
+	triggers = n
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
 	}
 	if r.info.Trigger != "" {
 		s.announceDone(r, st)
 	}
-	if triggers > 0 {
-		s.dispatchTrigger(r.job) // a trigger waited for this run to end
+}
+
+// handOnTrigger announces on the control channel that a trigger of j
+// waits, for the replicas that have the job: this one will not run it (it
+// stops, or no longer has the job), and the others found the job locked
+// by its run here and do not look again by themselves.
+func (s *Scheduler) handOnTrigger(j *job) {
+	fs, ok := s.store.(fleet.Store)
+	if !ok {
+		return
 	}
-	if latest, ok := r.job.plan.prev(s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
-		s.catchUp(r.job) // occurrences came due while it ran, and found it locked
+	ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
+	defer cancel()
+	if err := fs.Publish(ctx, fleet.Message{Kind: fleet.MessageTrigger, Key: j.key}); err != nil {
+		s.log.Warn("could not hand on a trigger that waits for the job; it runs after the job's next run elsewhere, or lapses",
+			slog.String("job", j.name), slog.Any("error", err))
+		return
 	}
+	s.log.Info("trigger handed on to the fleet: this replica stops or no longer has the job", slog.String("job", j.name))
 }
 
 // status is the run's fleet.Status, from its end event.
@@ -127,7 +108,7 @@ func (r *run) status(end Event) fleet.Status {
 	}
 	if end.Err != nil {
 		st.Error = end.Err.Error()
-		if r.job.errorClassOnly {
+		if r.reg.errorClassOnly {
 			st.Error = errorClass(end.Err)
 		}
 	}
@@ -183,7 +164,7 @@ func (s *Scheduler) announceDone(r *run, st fleet.Status) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
 	defer cancel()
 	m := fleet.Message{Kind: fleet.MessageDone, Key: r.job.key, Trigger: r.info.Trigger, Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error)}
 	if err := fs.Publish(ctx, m); err != nil {
@@ -244,7 +225,7 @@ func (s *Scheduler) reportOutlived(r *run, lost error) {
 // of it whose reply was lost (the lease is then not found, where a lease
 // that expired would say so).
 func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers int) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(r.job.ttl, MaxCleanup))
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
 	defer cancel()
 	op := r.lease.Release
 	if fs, ok := s.store.(fleet.Store); ok && st != nil && s.control != nil {
@@ -260,15 +241,15 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 	var nh *lease.NotHeldError
 	switch {
 	case err == nil:
-		r.log.Debug("job lease released", slog.Int("attempts", attempts))
+		r.log.Debug("job lease released", slog.Int("tries", attempts))
 		return true, triggers
 	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
-		r.log.Debug("job lease released by an earlier attempt whose reply was lost", slog.Int("attempts", attempts))
+		r.log.Debug("job lease released by an earlier try whose reply was lost", slog.Int("tries", attempts))
 		return true, triggers
 	case errors.Is(err, lease.ErrNotHeld):
 		r.log.Debug("job lease was no longer held at release", slog.Any("error", err))
 	default:
-		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("attempts", attempts))
+		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("tries", attempts))
 	}
 	return false, triggers
 }

@@ -1,0 +1,243 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/cronguard/cronguard/internal/logattr"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Retry within the occurrence: a claim that fails with a transient error
+// (the store unavailable, a timeout, an outcome the store rolled back) is
+// tried again while its occurrence is still current, so that an outage
+// shorter than that runs the occurrence late instead of nowhere.
+const (
+	// AtRetryWindow bounds the retries of an At schedule's one occurrence,
+	// which has no next occurrence to bound them: they stop this long after
+	// it.
+	AtRetryWindow = 5 * time.Minute
+	// maxRetryMargin caps the margin before the next occurrence at which
+	// the retries of an occurrence stop: min(gap/10, maxRetryMargin).
+	maxRetryMargin = time.Second
+	// Backoff between retries: from retryInitial, doubling up to
+	// retryMax, each wait randomized by ±50%.
+	retryInitial = 100 * time.Millisecond
+	retryMax     = 5 * time.Second
+)
+
+// MaxMissedCount caps how many missed occurrences one EventMissed counts
+// (Missed.Capped says there were more): enumerating a schedule over a long
+// gap costs a step per occurrence.
+const MaxMissedCount = 1000
+
+// errClaimStopped answers a claim that Shutdown stopped before it asked
+// the store; errClaimDropped one that Remove dropped (it must not claim a
+// round that the replicas still having the job would then skip).
+var (
+	errClaimStopped = fmt.Errorf("claim not sent: %w", ErrShutdown)
+	errClaimDropped = fmt.Errorf("claim not sent: the job was removed: %w", lease.ErrAborted)
+)
+
+// retryUntil returns when the retries (and waits) of firing f stop: before
+// the job's next occurrence, less a margin of min(gap/10, 1s); for an At
+// schedule, AtRetryWindow after its occurrence; and within the job's
+// catch-up window when it has one and it ends sooner. A trigger, which has
+// no occurrence until the store gives it one, retries for one TTL.
+func (s *Scheduler) retryUntil(f firing) time.Time {
+	reg := f.reg
+	if f.kind == firedByTrigger {
+		return s.cfg.clock.Now().Add(reg.ttl)
+	}
+	occ := s.occ(f)
+	until := occ.Add(AtRetryWindow)
+	if next := reg.plan.next(occ); !next.IsZero() {
+		until = next.Add(-min(next.Sub(occ)/10, maxRetryMargin))
+	}
+	if reg.catchUp > 0 {
+		until = minTime(until, occ.Add(reg.catchUp))
+	}
+	return until
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// transient reports whether a claim error is worth another attempt within
+// the occurrence. Locked, claimed and skewed are answers, not errors.
+func transient(err error) bool {
+	return errors.Is(err, lease.ErrUnavailable) || errors.Is(err, lease.ErrTimeout)
+}
+
+// isLocked reports whether the store answered that the job's lease is
+// held (and not that a wait for it was aborted).
+func isLocked(err error) bool {
+	return errors.Is(err, lease.ErrLocked) && !errors.Is(err, lease.ErrAborted)
+}
+
+// claimOptions are the acquire options of firing f: its round, or, for a
+// trigger, the trigger's acquire, whose round the store chooses. Both
+// honour a pause.
+func claimOptions(f firing) []lease.AcquireOption {
+	if f.kind == firedByTrigger {
+		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithTrigger(), lease.WithPauseCheck()}
+	}
+	return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
+}
+
+// claim asks the store for the lease of j for firing f, retrying transient
+// errors with exponential backoff (backoff/v4) until retryUntil or
+// Shutdown. Each attempt is bounded by min(ttl, MaxCleanup) and is not
+// cancelled by Shutdown (an abandoned acquire may have taken the lease;
+// the store rolls back what it cannot confirm). Each retry is reported
+// (EventAcquireRetrying). A claim taken from the queue after Shutdown
+// stopped the claims answers errClaimStopped without asking.
+func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
+	switch {
+	case s.claimCtx.Err() != nil:
+		return nil, errClaimStopped
+	case j.registered() == nil:
+		return nil, errClaimDropped
+	}
+	until := s.retryUntil(f)
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(retryInitial),
+		backoff.WithMaxInterval(retryMax),
+		backoff.WithMaxElapsedTime(0), // until bounds the retries
+		backoff.WithClockProvider(s.cfg.clock),
+	)
+	opts := claimOptions(f)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
+		l, err := s.store.Acquire(actx, j.key, f.reg.ttl, opts...)
+		cancel()
+		if err == nil || !transient(err) {
+			return l, err
+		}
+		left := until.Sub(s.cfg.clock.Now())
+		if left <= 0 || s.claimCtx.Err() != nil {
+			return nil, err
+		}
+		wait := min(b.NextBackOff(), left)
+		attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Int("try", attempt),
+			logattr.Duration("retry_in", wait), slog.Any("error", err)}
+		if attempt == 1 {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
+		} else {
+			s.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease acquire failed again; retrying", attrs...)
+		}
+		s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: s.occ(f), Try: attempt, Err: err})
+		timer := s.cfg.clock.NewTimer(wait)
+		select {
+		case <-timer.Chan():
+		case <-s.claimCtx.Done():
+			timer.Stop()
+			return nil, err
+		}
+	}
+}
+
+// waitTurn waits until the lease of j is free and claims it for firing f
+// (OverlapBufferOne), until retryUntil: lease.Lock with f's round, woken by
+// the release of the running occurrence (or its lease running out). A
+// transient error is retried as claim retries it. ctx (Remove, Shutdown)
+// ends the wait with lease.ErrAborted.
+func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Lease, error) {
+	s.debug(j, s.occ(f), "occurrence waits for the job's running one to end (overlap policy: buffer one)")
+	until := s.retryUntil(f)
+	opts := claimOptions(f)
+	for {
+		left := until.Sub(s.cfg.clock.Now())
+		if left <= 0 {
+			return nil, fmt.Errorf("%w: waited until the next occurrence: %w", lease.ErrAcquireTimeout, lease.ErrLocked)
+		}
+		l, err := lease.Lock(ctx, s.store, j.key, f.reg.ttl, lease.WithAcquireOptions(opts...),
+			lease.WithMaxWait(left), lease.WithLockClock(s.cfg.clock))
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return l, err
+		}
+		// The store failed: retry within the occurrence as any claim
+		// does, and wait again if the job is still running.
+		if l, err = s.claim(j, f); err == nil || !isLocked(err) {
+			return l, err
+		}
+		s.log.LogAttrs(context.Background(), slog.LevelDebug, "occurrence waits again for the job's running one",
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), logattr.Duration("left", until.Sub(s.cfg.clock.Now())))
+	}
+}
+
+// waitBound is the wait of at least one attempt: a wait of zero or less
+// is not a valid lease.WithMaxWait.
+func waitBound(d time.Duration) time.Duration { return max(d, time.Millisecond) }
+
+// answer decides what a claim that did not win reports: a skip, a debug
+// line (a catch-up or trigger with nothing to do), or a failure.
+func answer(as *acts, f firing, err error, stopping, removed bool) {
+	if errors.Is(err, ErrShutdown) {
+		stopping = true // the claim queue closed before the job learned of it
+	}
+	note := func(msg string) { as.add(act{kind: actNote, f: f, msg: msg}) }
+	skip := func(reason SkipReason, err error) { as.add(act{kind: actSkip, f: f, reason: reason, err: err}) }
+	aborted := errors.Is(err, lease.ErrAborted) || errors.Is(err, ErrShutdown)
+	switch {
+	case removed && (aborted || f.quiet()):
+		note("claim of a removed job ended: dropped")
+	case stopping && aborted && f.quiet():
+		note("catch-up or trigger not run: shutting down")
+	case stopping && aborted:
+		skip(SkipShutdown, nil)
+	case f.kind == firedByTrigger && errors.Is(err, lease.ErrNoTrigger):
+		note("trigger already run elsewhere, or expired")
+	case f.kind == firedByTrigger && isLocked(err):
+		note("trigger waits: the job runs elsewhere; the replica running it takes the trigger when the run ends, or hands it on")
+	case f.kind == firedByTrigger && errors.Is(err, lease.ErrPaused):
+		note("trigger waits: the job is paused")
+	case f.quiet() && (isLocked(err) || errors.Is(err, lease.ErrRoundClaimed) || errors.Is(err, lease.ErrPaused)):
+		note("nothing to catch up: the occurrence (or a later one) was claimed, the job is running, or it is paused")
+	case errors.Is(err, lease.ErrPaused):
+		skip(SkipPaused, err)
+	case errors.Is(err, lease.ErrLocked):
+		skip(SkipLocked, err)
+	case errors.Is(err, lease.ErrRoundClaimed):
+		skip(SkipClaimed, err)
+	case errors.Is(err, lease.ErrClockSkew):
+		skip(SkipClockSkew, err)
+	default:
+		as.add(act{kind: actFail, f: f, err: err})
+	}
+}
+
+// skip reports an occurrence of j this replica does not run. A fast clock
+// is an error; losing the race is routine.
+func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
+	if reason == SkipClockSkew {
+		s.log.Error("occurrence refused: this replica's clock runs ahead of the store's; fix its time sync",
+			slog.String("job", j.name), slog.Time("occurrence", occ), slog.Any("error", err))
+	} else {
+		s.debug(j, occ, "occurrence skipped", slog.String("reason", reason.String()))
+	}
+	s.emit(j, Event{Kind: EventSkipped, Job: j.name, Occurrence: occ, Reason: reason, Err: err})
+}
+
+// giveBack releases a lease won for firing f that will not run (the job
+// was removed, or Shutdown came first), and reports the skip, if any.
+func (s *Scheduler) giveBack(j *job, f firing, l *lease.Lease, reason SkipReason) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		s.log.Warn("could not give back a lease won for an occurrence not run; it expires after its TTL",
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Any("error", err))
+	}
+	if reason != 0 {
+		s.skip(j, s.occ(f), reason, nil)
+	}
+}

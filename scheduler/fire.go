@@ -1,0 +1,212 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Firings reach the store through three steps, so that neither gocron nor
+// one slow job holds up the others:
+//
+//  1. Jobs that share a schedule form a firing group, and gocron holds one
+//     job per group: 10,000 jobs on Every(time.Second) are one gocron job
+//     that fires once a second, not 10,000 that fire at the same instant
+//     (gocron hands every firing through its single scheduler goroutine
+//     several times, which at that rate made firings late by more than an
+//     interval and lost them).
+//  2. The group's task maps the firing to its occurrence once, and delivers
+//     it to each member job's owner (job.go), which decides. It never waits
+//     on the store.
+//  3. A fixed pool of claim workers (WithAcquireConcurrency) takes the
+//     claims the owners queue and asks the store (claim.go); a won
+//     occurrence runs in its own goroutine (run.go).
+//
+// A job has at most one claim queued, in flight or waiting on a replica. A
+// firing that finds its job's previous claim still pending waits as the
+// job's next and is claimed right after, in order (a round is claimed only
+// if newer than the last, so an out-of-order claim would be a miss); only
+// when a third firing arrives before that is the middle one skipped
+// (SkipOverrun). So the queue never holds more entries than jobs, and a
+// store that stalls on one job delays no other job's claim beyond taking
+// one worker.
+
+// firing is one occurrence of a job to claim. It is kept small: a job's
+// state holds two.
+type firing struct {
+	ms     int64         // the occurrence in Unix ms (its round); 0 for a trigger, whose round the store chooses
+	reg    *registration // the registration it is claimed for
+	skewMs int32         // the maximum skew of its round, in ms (at most MaxOccurrenceSkew)
+	kind   firingKind
+	waited bool // it waited for the job's lease (OverlapBufferOne): no second wait
+}
+
+// newFiring returns a firing of the occurrence occ whose round may lie
+// maxSkew ahead of the store's clock.
+func newFiring(occ time.Time, maxSkew time.Duration, kind firingKind, reg *registration) firing {
+	return firing{ms: occ.UnixMilli(), skewMs: int32(maxSkew.Milliseconds()), kind: kind, reg: reg}
+}
+
+// maxSkew is how far ahead of the store's clock the firing's round may lie.
+func (f firing) maxSkew() time.Duration { return time.Duration(f.skewMs) * time.Millisecond }
+
+// occ returns the occurrence of firing f in the scheduler's location.
+func (s *Scheduler) occ(f firing) time.Time { return time.UnixMilli(f.ms).In(s.cfg.location) }
+
+// firingKind says what started a firing. Completing occurrences adds a
+// kind here: a resume or retry of an open occurrence, claimed as attempt
+// k+1 of the same round (an attempt field beside occ, carried into Run);
+// the run's end reports its outcome with inRunEnded (succeeded, failed,
+// interrupted), where transition decides whether the occurrence is open.
+type firingKind uint8
+
+const (
+	firedBySchedule firingKind = iota // gocron fired the occurrence
+	firedByCatchUp                    // a late claim of a missed occurrence (WithCatchUp)
+	firedByTrigger                    // a run now (package fleet); the store chooses its round
+)
+
+// quiet reports whether a firing that finds nothing to do is no skip: a
+// catch-up or a trigger.
+func (f firing) quiet() bool { return f.kind != firedBySchedule }
+
+// group is the jobs that share one schedule, fired by one gocron job.
+type group struct {
+	key  string
+	plan plan                      // the first member's; every member's plan is equal to it
+	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
+
+	mu   sync.Mutex
+	jobs []*job // copied on write: a slice returned by members never changes
+}
+
+func (g *group) add(j *job) {
+	g.mu.Lock()
+	g.jobs = append(slices.Clip(g.jobs), j)
+	g.mu.Unlock()
+}
+
+// remove drops j and reports whether the group is now empty.
+func (g *group) remove(j *job) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.jobs = slices.DeleteFunc(slices.Clone(g.jobs), func(m *job) bool { return m == j })
+	return len(g.jobs) == 0
+}
+
+func (g *group) members() []*job {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.jobs
+}
+
+// fireGroup is the gocron task of group g: it maps the firing to its
+// occurrence and delivers it to every member.
+func (s *Scheduler) fireGroup(g *group) {
+	occ, maxSkew := g.plan.occurrence(s.cfg.clock.Now())
+	f := newFiring(occ, maxSkew, firedBySchedule, nil) // each job's owner gives it its registration
+	for _, j := range g.members() {
+		j.deliver(input{kind: inFiring, f: f})
+	}
+}
+
+// claimTask is a queue entry: claim firing f of job.
+type claimTask struct {
+	job *job
+	f   firing
+}
+
+// worker runs claims from the queue until the queue is closed and empty.
+func (s *Scheduler) worker() {
+	defer s.workers.Done()
+	for {
+		t, ok := s.queue.pop()
+		if !ok {
+			return
+		}
+		l, err := s.claim(t.job, t.f)
+		t.job.deliver(input{kind: inClaimed, f: t.f, lease: l, err: err})
+	}
+}
+
+// startWorkersLocked starts claim workers up to min(jobs, concurrency).
+// s.mu must be held.
+func (s *Scheduler) startWorkersLocked() {
+	for s.nworkers < min(len(s.order), s.cfg.acquireConcurrency) {
+		s.nworkers++
+		s.workers.Add(1)
+		go s.worker()
+	}
+}
+
+// claimQueue is an unbounded FIFO of claims; it never holds more than one
+// entry per job.
+type claimQueue struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	items  []claimTask
+	head   int
+	closed bool
+}
+
+func newClaimQueue() *claimQueue {
+	q := &claimQueue{}
+	q.cond.L = &q.mu
+	return q
+}
+
+// push appends t; it reports false if the queue is closed.
+func (q *claimQueue) push(t claimTask) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, t)
+	q.mu.Unlock()
+	q.cond.Signal()
+	return true
+}
+
+// pop removes the oldest task, waiting for one; ok is false once the queue
+// is closed and empty.
+func (q *claimQueue) pop() (t claimTask, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head == len(q.items) && !q.closed {
+		q.cond.Wait()
+	}
+	if q.head == len(q.items) {
+		return claimTask{}, false
+	}
+	t = q.items[q.head]
+	q.items[q.head] = claimTask{}
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return t, true
+}
+
+// close makes push fail and wakes the workers; they drain what is queued
+// (each claim answers ErrShutdown without asking the store).
+func (q *claimQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// debug logs a debug line about one occurrence of j, building nothing when
+// debug logging is off.
+func (s *Scheduler) debug(j *job, occ time.Time, msg string, attrs ...slog.Attr) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, msg, append([]slog.Attr{slog.String("job", j.name), slog.Time("occurrence", occ)}, attrs...)...)
+}

@@ -1,0 +1,479 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+// A job's lifecycle on this replica has one owner: the job. Everything
+// that can happen to it (a firing, a catch-up, a trigger, a claim's
+// answer, a run's end, Remove, Register again, Shutdown) is an input to
+// job.deliver, which takes the job's lock, lets transition decide from the
+// job's state alone, and then carries out what was decided, outside the
+// lock: queue a claim, start a run, report a skip. No other code reads or
+// writes the state below.
+//
+// One occurrence, top to bottom: fire.go (schedule and firing groups) →
+// claim.go (acquire and its answers) → run.go (the guarded call, heartbeat,
+// timeout) → finish.go (outcome, release, what happens next).
+
+// job is a job's owner on this replica. It outlives Remove while a claim
+// or run of the job is in progress, so that Register of the same name
+// meets the run still going (a replica never runs two of a job at once).
+type job struct {
+	s    *Scheduler
+	name string
+	key  string // lease key: prefix + name, NFC
+
+	// stats are the job's running totals (atomic counters: telemetry, not
+	// state; nothing decides on them).
+	stats counters
+
+	mu sync.Mutex
+	st jobState
+}
+
+// jobState is the job's state; only transition reads or writes it, with
+// job.mu held. Its flags sit together at the end, so that padding does
+// not grow every job's heap.
+type jobState struct {
+	reg       *registration // nil once removed
+	lastFired int64         // the latest occurrence (Unix ms) gocron fired here
+
+	// The claim: at most one firing of the job is queued for a claim
+	// worker, being claimed, or waiting its turn (OverlapBufferOne:
+	// forRun, for the run here; cancelBuf, for the lease elsewhere), and
+	// at most one more waits behind it (next, hasNext).
+	claim     firing
+	next      firing
+	cancelBuf context.CancelFunc // ends a claim that waits for the job's lease elsewhere
+
+	run     *run     // the run executing here, or nil
+	lastRun *RunInfo // the last run this replica ran, for Jobs
+
+	stopping bool // Shutdown: nothing new starts
+	claiming bool
+	forRun   bool // the claim waits for the run here to end (OverlapBufferOne)
+	hasNext  bool
+	// Work that waits for the job to go idle here: the latest occurrence
+	// to catch up, and a trigger waiting in the store. A catch-up goes
+	// first: a trigger claims a round after it.
+	catchUpDue bool
+	triggerDue bool
+	// triggerRetry: a trigger found the job's lease held elsewhere; a
+	// timer asks again when that lease runs out, in case its holder died
+	// and never hands the trigger on.
+	triggerRetry bool
+}
+
+// input is what can happen to a job.
+type input struct {
+	kind  inputKind
+	f     firing       // inFiring, inCatchUp, inClaimed
+	lease *lease.Lease // inClaimed: the lease won
+	err   error        // inClaimed: the store's answer
+	run   *run         // inRunEnded
+	n     int          // inRunEnded: triggers that wait in the store
+	reg   *registration
+}
+
+type inputKind uint8
+
+const (
+	inFiring       inputKind = iota + 1 // gocron fired an occurrence
+	inCatchUp                           // an occurrence may need catching up (Start, Register, a long run's end)
+	inTrigger                           // a trigger waits in the store (control channel, resync, a release)
+	inClaimed                           // the store answered the claim (or its wait ended)
+	inRunEnded                          // the run here returned and released its lease
+	inRemove                            // Remove
+	inRegister                          // Register again while a removed run still goes
+	inShutdown                          // Shutdown: firings stopped
+	inTriggerRetry                      // the timer set when a trigger found the lease held elsewhere
+)
+
+// act is one thing transition decided to do, done outside the lock.
+type act struct {
+	kind   actKind
+	f      firing
+	reason SkipReason
+	err    error
+	lease  *lease.Lease
+	run    *run
+	ctx    context.Context // actWait: ends the wait (Remove, Shutdown)
+	d      time.Duration   // actRetryTrigger
+	msg    string
+}
+
+type actKind uint8
+
+const (
+	actClaim        actKind = iota + 1 // hand f to the claim workers
+	actWait                            // wait for the job's lease elsewhere, then claim f (OverlapBufferOne)
+	actSkip                            // report f skipped for reason
+	actNote                            // a debug line: msg
+	actFail                            // report the claim of f failed (err)
+	actStart                           // start run
+	actGiveBack                        // release a lease won but not run, then report the skip (reason, if any)
+	actHandOn                          // a trigger waits that this replica will not run: announce it to the fleet
+	actForget                          // the job is removed and idle: drop its owner
+	actRetryTrigger                    // ask for the trigger again after d (the lease held elsewhere runs out)
+)
+
+// acts is what one transition decided; it holds no more than a transition
+// can decide, so deciding allocates nothing.
+type acts struct {
+	a [5]act
+	n int
+}
+
+func (as *acts) add(a act) { as.a[as.n] = a; as.n++ }
+
+// deliver is the only way into a job's state: transition decides under the
+// lock, and what it decided is done after.
+func (j *job) deliver(in input) {
+	as := j.decide(in)
+	for i := range as.n {
+		j.s.do(j, as.a[i])
+	}
+}
+
+// decide runs one transition under the job's lock and returns what it
+// decided, for the caller to do.
+func (j *job) decide(in input) acts {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.transition(in)
+}
+
+// do carries out one thing a job's transition decided.
+func (s *Scheduler) do(j *job, a act) {
+	switch a.kind {
+	case actClaim:
+		if !s.queue.push(claimTask{job: j, f: a.f}) {
+			j.deliver(input{kind: inClaimed, f: a.f, err: errClaimStopped})
+		}
+	case actWait:
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			l, err := s.waitTurn(a.ctx, j, a.f)
+			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
+		}()
+	case actSkip:
+		s.skip(j, s.occ(a.f), a.reason, a.err)
+	case actNote:
+		s.debug(j, s.occ(a.f), a.msg)
+	case actFail:
+		s.log.Error("job lease acquire failed; occurrence not run here",
+			slog.String("job", j.name), slog.Time("occurrence", s.occ(a.f)), slog.Any("error", a.err))
+		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: s.occ(a.f), Err: a.err})
+	case actStart:
+		go s.execute(a.run)
+	case actGiveBack:
+		s.giveBack(j, a.f, a.lease, a.reason)
+	case actHandOn:
+		s.handOnTrigger(j)
+	case actForget:
+		s.forget(j)
+	case actRetryTrigger:
+		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
+	}
+}
+
+// transition is the job's state machine: every decision about the job.
+func (j *job) transition(in input) (as acts) {
+	st := &j.st
+	switch in.kind {
+	case inFiring:
+		f := in.f
+		occ := f.ms
+		switch {
+		case st.reg == nil || st.stopping:
+			as.add(act{kind: actNote, f: f, msg: "firing of a removed or stopping job: dropped"})
+			return as
+		case occ <= st.lastFired:
+			as.add(act{kind: actNote, f: f, msg: "duplicate firing of an occurrence already handled here: dropped"})
+			return as
+		}
+		st.lastFired = occ
+		f.reg = st.reg
+		j.offer(&as, f)
+
+	case inCatchUp:
+		f, ok := j.catchUpFiring()
+		switch {
+		case !ok || st.stopping:
+		case st.claiming || st.run != nil:
+			st.catchUpDue = true // tried when the job goes idle here
+		default:
+			j.startClaim(&as, f)
+		}
+
+	case inTrigger, inTriggerRetry:
+		if in.kind == inTriggerRetry {
+			st.triggerRetry = false
+		}
+		switch {
+		case st.reg == nil || st.stopping:
+			// Another replica that has the job takes it (the message
+			// reached every replica).
+		case st.claiming || st.run != nil:
+			st.triggerDue = true
+		default:
+			j.startClaim(&as, firing{kind: firedByTrigger, reg: st.reg})
+		}
+
+	case inClaimed:
+		j.claimed(&as, in)
+
+	case inRunEnded:
+		st.run = nil
+		r := in.run
+		if in.n > 0 {
+			st.triggerDue = true
+		}
+		if r.reg.catchUp > 0 {
+			if latest, ok := r.reg.plan.prev(j.s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
+				st.catchUpDue = true // occurrences came due while it ran, and found it running
+			}
+		}
+		switch {
+		case st.claiming && st.forRun: // a buffered occurrence waited for this run
+			st.forRun = false
+			if j.s.cfg.clock.Now().Before(j.s.retryUntil(st.claim)) {
+				as.add(act{kind: actClaim, f: st.claim})
+				break
+			}
+			// Its wait ended before the run did: skipped as the job's
+			// lease was held (by the run here).
+			st.claiming = false
+			as.add(act{kind: actSkip, f: st.claim, reason: SkipLocked})
+			j.proceed(&as)
+		case !st.claiming:
+			j.idle(&as)
+		}
+
+	case inRemove:
+		st.reg = nil
+		st.hasNext, st.catchUpDue = false, false
+		j.dropClaimWaiting(&as)
+		j.idle(&as)
+
+	case inRegister:
+		st.reg = in.reg // the removed job's run (or claim) still goes: it is the same job
+
+	case inShutdown:
+		st.stopping = true
+		if st.hasNext {
+			st.hasNext = false
+			as.add(act{kind: actSkip, f: st.next, reason: SkipShutdown})
+		}
+		st.catchUpDue = false
+		if st.claiming && st.forRun {
+			st.claiming, st.forRun = false, false
+			as.add(act{kind: actSkip, f: st.claim, reason: SkipShutdown})
+		} // a claim queued, in flight or waiting elsewhere answers by itself (Shutdown ended its wait)
+		j.idle(&as)
+	}
+	return as
+}
+
+// offer takes a firing of the schedule: claimed now, waiting behind the
+// claim in progress (replacing one that waited: SkipOverrun), waiting for
+// the run here (OverlapBufferOne), or skipped because the job runs here.
+func (j *job) offer(as *acts, f firing) {
+	st := &j.st
+	switch {
+	case st.claiming:
+		if st.hasNext {
+			as.add(act{kind: actSkip, f: st.next, reason: SkipOverrun})
+		}
+		st.next, st.hasNext = f, true
+	case st.run != nil && f.reg.overlap == OverlapBufferOne:
+		// Waits for the run here to end before it asks the store: the
+		// run's lease may be gone before its heartbeat noticed, and a
+		// claim now would win an occurrence this replica cannot run yet.
+		st.claiming, st.claim, st.forRun = true, f, true
+		as.add(act{kind: actNote, f: f, msg: "occurrence waits for the job's run here to end (overlap policy: buffer one)"})
+	case st.run != nil:
+		// An earlier run still executes here: this replica cannot run the
+		// occurrence, so it must not claim it (a claimed occurrence is
+		// skipped by every other replica and never reported missed).
+		as.add(act{kind: actSkip, f: f, reason: SkipRunning})
+	default:
+		j.startClaim(as, f)
+	}
+}
+
+func (j *job) startClaim(as *acts, f firing) {
+	j.st.claiming, j.st.claim = true, f
+	as.add(act{kind: actClaim, f: f})
+}
+
+// claimed acts on the store's answer to the claim.
+func (j *job) claimed(as *acts, in input) {
+	st := &j.st
+	f := in.f
+	st.claiming, st.cancelBuf = false, nil
+	switch {
+	case in.err == nil && (st.reg == nil || st.stopping):
+		reason := SkipShutdown
+		if !st.stopping {
+			reason = 0 // Remove: a firing in flight is dropped
+		}
+		as.add(act{kind: actGiveBack, f: f, lease: in.lease, reason: reason})
+	case in.err == nil && st.run != nil: // unreachable: one claim at a time, none while a run goes
+		as.add(act{kind: actGiveBack, f: f, lease: in.lease, reason: SkipRunning})
+	case in.err == nil:
+		f.reg = st.reg // registered again since the claim was sent: the new registration runs
+		st.run = j.s.newRun(j, f, in.lease)
+		as.add(act{kind: actStart, run: st.run})
+	case f.kind == firedBySchedule && !f.waited && f.reg.overlap == OverlapBufferOne &&
+		isLocked(in.err) && st.reg != nil && !st.stopping:
+		// The job runs elsewhere: wait for its release, then claim.
+		st.claiming, st.claim = true, f
+		ctx, cancel := context.WithCancel(j.s.claimCtx)
+		st.cancelBuf = cancel
+		f.waited = true
+		as.add(act{kind: actWait, f: f, ctx: ctx})
+		return
+	default:
+		answer(as, f, in.err, st.stopping, st.reg == nil)
+		var le *lease.LockedError
+		if f.kind == firedByTrigger && !st.triggerRetry && st.reg != nil && !st.stopping && errors.As(in.err, &le) {
+			// The holder takes the trigger when its run ends, or hands
+			// it on when it stops; if it dies instead, ask again once
+			// its lease has run out.
+			st.triggerRetry = true
+			as.add(act{kind: actRetryTrigger, d: le.Remaining})
+		}
+	}
+	j.proceed(as)
+}
+
+// proceed runs when a claim ended: the firing that waited behind it is
+// offered, else the job goes idle.
+func (j *job) proceed(as *acts) {
+	st := &j.st
+	if st.hasNext && st.reg != nil && !st.stopping {
+		next := st.next
+		st.hasNext = false
+		j.offer(as, next)
+		return
+	}
+	st.hasNext = false
+	j.idle(as)
+}
+
+// idle runs when nothing of the job is claimed or running here: a due
+// catch-up first, then a due trigger; a removed or stopping job hands a
+// waiting trigger on to the fleet and, removed, is forgotten.
+func (j *job) idle(as *acts) {
+	st := &j.st
+	if st.claiming || st.run != nil {
+		return
+	}
+	if st.reg == nil || st.stopping {
+		if st.triggerDue {
+			st.triggerDue = false
+			as.add(act{kind: actHandOn})
+		}
+		if st.reg == nil {
+			as.add(act{kind: actForget})
+		}
+		return
+	}
+	if st.catchUpDue {
+		st.catchUpDue = false
+		if f, ok := j.catchUpFiring(); ok {
+			j.startClaim(as, f)
+			return
+		}
+	}
+	if st.triggerDue {
+		st.triggerDue = false
+		j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg})
+	}
+}
+
+// dropClaimWaiting ends a claim that waits (for the run here, or for the
+// job's lease elsewhere); a claim queued or in flight answers by itself.
+func (j *job) dropClaimWaiting(as *acts) {
+	st := &j.st
+	switch {
+	case st.forRun:
+		st.claiming, st.forRun = false, false
+		as.add(act{kind: actNote, f: st.claim, msg: "buffered occurrence dropped"})
+	case st.cancelBuf != nil:
+		st.cancelBuf() // its wait ends with lease.ErrAborted, and answers
+	}
+}
+
+// catchUpFiring returns the job's latest occurrence at or before now, if
+// it lies within the job's catch-up window (WithCatchUp).
+func (j *job) catchUpFiring() (firing, bool) {
+	reg := j.st.reg
+	if reg == nil || reg.catchUp <= 0 {
+		return firing{}, false
+	}
+	now := j.s.cfg.clock.Now()
+	occ, ok := reg.plan.prev(now)
+	if !ok || now.Sub(occ) > reg.catchUp {
+		return firing{}, false
+	}
+	_, maxSkew := reg.plan.occurrence(occ)
+	return newFiring(occ, maxSkew, firedByCatchUp, reg), true
+}
+
+// info returns what Jobs reports of the job.
+func (j *job) info() (reg *registration, running bool, last *RunInfo) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.st.lastRun != nil {
+		l := *j.st.lastRun
+		last = &l
+	}
+	return j.st.reg, j.st.run != nil, last
+}
+
+// registered returns the job's registration, nil once removed.
+func (j *job) registered() *registration {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.st.reg
+}
+
+// removable reports whether the job is removed and nothing of it goes on
+// here, so that its owner can be dropped.
+func (j *job) removable() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.st.reg == nil && !j.st.claiming && j.st.run == nil
+}
+
+// running returns the run executing here, or nil.
+func (j *job) running() *run {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.st.run
+}
+
+// busy reports whether a claim of the job is in progress here (Shutdown's
+// error names such jobs).
+func (j *job) busy() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.st.claiming
+}
+
+// setLastRun records the run's outcome as the job's last run here.
+func (j *job) setLastRun(ri *RunInfo) {
+	j.mu.Lock()
+	j.st.lastRun = ri
+	j.mu.Unlock()
+}
