@@ -108,6 +108,22 @@ func BenchmarkScriptCost(b *testing.B) {
 		})
 		round += int64(i/len(keys)) + 2
 	})
+	b.Run("TriggerRun", func(b *testing.B) {
+		// A triggered run's store work: the trigger queued (trigger_add),
+		// then the scheduler's acquire that consumes it, claims the run's
+		// round and checks the pause; the lease is dropped with a plain DEL
+		// of its two keys (counted).
+		run(b, 2, func() {
+			_, err := st.AddTrigger(ctx, "job:trigger", "bench", time.Minute)
+			must(err)
+			l, err := st.Acquire(ctx, "job:trigger", ttl, lease.WithTrigger(), lease.WithPauseCheck())
+			must(err)
+			ks, err := keysFor(st.prefix, l.Key)
+			must(err)
+			ik, _ := indexKey(st.prefix, l.ID)
+			must(c.Do(ctx, c.B().Del().Key(ks.data, ik).Build()).Error())
+		})
+	})
 	b.Run("SchedulerLost", func(b *testing.B) {
 		// What the scheduler asks of a replica that lost the occurrence:
 		// the acquire with the round and the pause check.
