@@ -82,6 +82,10 @@ type Status struct {
 	Error string
 	// Trigger is the ID of the trigger the run consumed, if any.
 	Trigger string
+	// Missed is how many occurrences before this one ran nowhere, as the
+	// ledger reported when this run won its occurrence (the scheduler's
+	// EventMissed); 0 when none did.
+	Missed int
 }
 
 // Pause says a job is paused fleet-wide.

@@ -63,6 +63,9 @@ type RunRecord struct {
 	Fence fencing.Token
 	// Trigger is the ID of the trigger the run consumed, if any.
 	Trigger string
+	// Missed is how many occurrences before this one ran nowhere, as the
+	// ledger reported when this run won (Status.Missed).
+	Missed int
 }
 
 // Record returns the run st describes as its history keeps it. A Status
@@ -82,5 +85,6 @@ func (st Status) Record() RunRecord {
 		Error:      st.Error,
 		Fence:      st.Fence,
 		Trigger:    st.Trigger,
+		Missed:     st.Missed,
 	}
 }

@@ -105,6 +105,7 @@ func (r *run) status(end Event) fleet.Status {
 		Duration:   end.Duration,
 		Outcome:    outcomeName(end.Kind),
 		Trigger:    r.info.Trigger,
+		Missed:     r.missed,
 	}
 	if end.Err != nil {
 		st.Error = end.Err.Error()

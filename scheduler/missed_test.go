@@ -209,3 +209,41 @@ func TestScheduler_Overlap_HiddenOccurrencesReportedMissed(t *testing.T) {
 		assert.Equal(t, uint64(3), missedTotal)
 	})
 }
+
+// A run after a gap records how many occurrences ran nowhere in its
+// status, and so in the job's history: the count rides in the release.
+func TestScheduler_Missed_RecordedInTheStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := time.Now()
+		store := newMemoryStore(t, nil)
+		var mu sync.Mutex
+		long := true
+		s := newScheduler(t, store)
+		require.NoError(t, s.Register("long", Every(10*time.Second), func(context.Context) error {
+			mu.Lock()
+			first := long
+			long = false
+			mu.Unlock()
+			if first {
+				time.Sleep(35 * time.Second) // over the occurrences at 20s, 30s and 40s
+			}
+			return nil
+		}, WithTTL(3*time.Second)))
+		time.Sleep(500 * time.Millisecond)
+		require.NoError(t, s.Start())
+		time.Sleep(55 * time.Second)
+		synctest.Wait()
+		shutdown(t, s)
+
+		st, found, err := store.LastStatus(t.Context(), JobKeyPrefix+"long")
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, base.Add(50*time.Second).UnixMilli(), st.Occurrence.UnixMilli())
+		assert.Equal(t, 3, st.Missed, "the run after the gap records the three occurrences that ran nowhere")
+		runs, total, err := store.History(t.Context(), JobKeyPrefix+"long", 0, 10)
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		assert.Equal(t, 3, runs[0].Missed, "the history keeps the count")
+		assert.Zero(t, runs[1].Missed, "the first run missed nothing")
+	})
+}

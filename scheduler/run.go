@@ -73,6 +73,11 @@ type run struct {
 	unrenewed    atomic.Bool               // the heartbeat stopped renewing: timeout or loss
 	timedOut     atomic.Bool               // the run's timeout passed
 	timeoutCause error                     // set with timedOut, read after unwatch
+
+	// missed is how many occurrences before this one ran nowhere, as the
+	// ledger reported when the run won (reportMissed); recorded in its
+	// status. Set before the job starts, read when it has ended.
+	missed int
 }
 
 // event returns an event of kind about r.
@@ -121,7 +126,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 // every way out of the job (return, panic, runtime.Goexit), finish: stop
 // the heartbeat, report the outcome, release the lease (finish.go).
 func (s *Scheduler) execute(r *run) {
-	s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
+	r.missed = s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
 
@@ -165,20 +170,22 @@ func (s *Scheduler) execute(r *run) {
 // l.PrevRound, so every occurrence strictly between the two was claimed by
 // no replica (all were down, the store was unreachable, the job's previous
 // run overlapped them, or every replica's clock was refused). The first
-// claim of a job (no previous round) reports nothing.
-func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ time.Time) {
+// claim of a job (no previous round) reports nothing. It returns how many
+// it reported (at most MaxMissedCount).
+func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ time.Time) int {
 	if l.PrevRound <= 0 {
-		return
+		return 0
 	}
 	n, first, last, capped := reg.plan.between(time.UnixMilli(l.PrevRound), occ, MaxMissedCount)
 	if n == 0 {
-		return
+		return 0
 	}
 	m := Missed{Count: n, First: first.In(s.cfg.location), Last: last.In(s.cfg.location), Capped: capped}
 	s.log.LogAttrs(context.Background(), slog.LevelWarn, "occurrences ran nowhere",
 		slog.String("job", j.name), slog.Int("missed", n), slog.Bool("at_least", capped),
 		slog.Time("first", m.First), slog.Time("last", m.Last), slog.Time("occurrence", occ))
 	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
+	return n
 }
 
 // observeHeartbeat follows the run's heartbeat: each renewal moves the

@@ -63,6 +63,7 @@ func testHistoryNewestFirst(t *testing.T, env Env) {
 		assert.True(t, r.Started.Equal(l.AcquiredAt), "run %d: started", i)
 		assert.True(t, r.Ended.Equal(l.AcquiredAt.Add(250*time.Millisecond)), "run %d: ended", i)
 		assert.Equal(t, l.Fence, r.Fence)
+		assert.Zero(t, r.Missed, "run %d: none missed", i)
 	}
 	assert.Equal(t, fleet.OutcomeSucceeded, runs[0].Outcome)
 	assert.Empty(t, runs[0].Error)

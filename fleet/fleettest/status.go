@@ -25,7 +25,7 @@ func testStatus(t *testing.T, env Env) {
 	_, err = env.Store.AddTrigger(ctx, key, "ops", time.Minute)
 	require.NoError(t, err)
 	st := fleet.Status{Occurrence: occ, Owner: l.Owner, Fence: l.Fence, Started: l.AcquiredAt,
-		Duration: 1500 * time.Millisecond, Outcome: "failed", Error: "dial postgres://u:pw@db/x:\nrefused"}
+		Duration: 1500 * time.Millisecond, Outcome: "failed", Error: "dial postgres://u:pw@db/x:\nrefused", Missed: 3}
 	triggers, err := env.Store.ReleaseWithStatus(ctx, l, st)
 	require.NoError(t, err)
 	assert.Equal(t, 1, triggers, "the release says a trigger waits")
@@ -43,6 +43,16 @@ func testStatus(t *testing.T, env Env) {
 	assert.Equal(t, 1500*time.Millisecond, got.Duration)
 	assert.Equal(t, "failed", got.Outcome)
 	assert.Equal(t, "dial postgres://***@db/x: refused", got.Error, "one line, credentials removed")
+	assert.Equal(t, 3, got.Missed, "the missed count rides in the status")
+
+	js, err := env.Store.JobState(ctx, key)
+	require.NoError(t, err)
+	require.NotNil(t, js.Status)
+	assert.Equal(t, 3, js.Status.Missed, "JobState reads the missed count")
+	runs, _, err := env.Store.History(ctx, key, 0, 1)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	assert.Equal(t, 3, runs[0].Missed, "the history keeps the missed count")
 }
 
 func testStatusLost(t *testing.T, env Env) {

@@ -63,6 +63,7 @@ func storedStatus(st fleet.Status) fleet.Status {
 		Outcome:    st.Outcome,
 		Error:      fleet.SanitizeError(st.Error),
 		Trigger:    st.Trigger,
+		Missed:     st.Missed,
 	}
 }
 

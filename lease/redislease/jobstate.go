@@ -160,5 +160,6 @@ func (r statusRecord) status() fleet.Status {
 		Outcome:    r.Outcome,
 		Error:      r.Error,
 		Trigger:    r.Trigger,
+		Missed:     r.Missed,
 	}
 }

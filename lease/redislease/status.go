@@ -23,6 +23,7 @@ type statusRecord struct {
 	Outcome    string `json:"outcome"`
 	Error      string `json:"error,omitempty"`
 	Trigger    string `json:"trigger,omitempty"`
+	Missed     int    `json:"missed,omitempty"`
 }
 
 // ReleaseWithStatus releases l as ReleaseLease does and, when l still held
@@ -54,6 +55,7 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 		Outcome:    st.Outcome,
 		Error:      fleet.SanitizeError(st.Error),
 		Trigger:    st.Trigger,
+		Missed:     st.Missed,
 	})
 	if err != nil {
 		return 0, internalErr(op, leaseName(l.ID), err)
