@@ -31,8 +31,9 @@ const historyHelp = `Usage: cronguard history NAME [--limit N] [--offset N] [--j
 Lists NAME's last runs, newest first, as the replicas that ran them recorded
 them when they released the lease: the occurrence (a triggered run's is the
 trigger's time), the attempt, the replica, when it started (the store's
-time) and ended, how long it took (on the replica's clock), the outcome, the
-fence and the error's first line. The store keeps each job's last 100 runs
+time) and ended, how long it took (on the replica's clock), the outcome, how
+many occurrences before it ran nowhere (as the ledger reported when it won),
+the fence and the error's first line. The store keeps each job's last 100 runs
 (redislease.WithHistoryLimit); a run that lost its lease recorded none.
 
   --limit N    how many runs to print (default 20; at most the store's limit)
@@ -55,6 +56,7 @@ type runRecordJSON struct {
 	Started    time.Time `json:"started"`
 	Ended      time.Time `json:"ended"`
 	Outcome    string    `json:"outcome"`
+	Missed     int       `json:"missed"`
 	Error      string    `json:"error"`
 	Fence      uint64    `json:"fence"`
 	Trigger    string    `json:"trigger"`
@@ -62,7 +64,7 @@ type runRecordJSON struct {
 
 func toRunRecordJSON(r fleet.RunRecord) runRecordJSON {
 	return runRecordJSON{Occurrence: utc(r.Occurrence), Attempt: r.Attempt, Replica: r.Replica, Started: utc(r.Started),
-		Ended: utc(r.Ended), Outcome: r.Outcome, Error: r.Error, Fence: uint64(r.Fence), Trigger: r.Trigger}
+		Ended: utc(r.Ended), Outcome: r.Outcome, Missed: r.Missed, Error: r.Error, Fence: uint64(r.Fence), Trigger: r.Trigger}
 }
 
 func runHistory(ctx context.Context, s *session, name string) error {
@@ -88,7 +90,7 @@ func runHistory(ctx context.Context, s *session, name string) error {
 		return nil
 	}
 	now := s.env.now()
-	t := newTable(s.env.stdout, "OCCURRENCE", "ATTEMPT", "REPLICA", "STARTED", "ENDED", "TOOK", "OUTCOME", "FENCE", "ERROR")
+	t := newTable(s.env.stdout, "OCCURRENCE", "ATTEMPT", "REPLICA", "STARTED", "ENDED", "TOOK", "OUTCOME", "MISSED", "FENCE", "ERROR")
 	for _, r := range h.Runs {
 		occ := clock(r.Occurrence, now)
 		if r.Trigger != "" {
@@ -99,7 +101,7 @@ func runHistory(ctx context.Context, s *session, name string) error {
 			replica = "-"
 		}
 		t.row(occ, fmt.Sprint(r.Attempt), replica, clock(r.Started, now), clock(r.Ended, now), span(r.Ended.Sub(r.Started)),
-			r.Outcome, fmt.Sprint(uint64(r.Fence)), r.Error)
+			r.Outcome, fmt.Sprint(r.Missed), fmt.Sprint(uint64(r.Fence)), r.Error)
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -31,7 +31,7 @@ func historyJobs(s *scheduler.Scheduler) error {
 }
 
 // recordRuns records n runs of job:<name> as a replica's releases do, the
-// odd ones failed, and returns their leases, oldest first.
+// odd ones failed, run i after i%3 missed occurrences, and returns their leases, oldest first.
 func recordRuns(t *testing.T, f *testFleet, name string, n int) []*lease.Lease {
 	t.Helper()
 	store, err := redislease.New(f.admin, redislease.WithPrefix(f.prefix), redislease.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -41,7 +41,7 @@ func recordRuns(t *testing.T, f *testFleet, name string, n int) []*lease.Lease {
 		l, err := store.Acquire(t.Context(), "job:"+name, time.Minute, lease.WithOwner("replica-9/"+name))
 		require.NoError(t, err)
 		st := fleet.Status{Occurrence: time.UnixMilli(1_800_000_000_000 + int64(i)*60_000), Owner: l.Owner, Replica: "replica-9",
-			Attempt: 1, Fence: l.Fence, Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: fleet.OutcomeSucceeded}
+			Attempt: 1, Fence: l.Fence, Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: fleet.OutcomeSucceeded, Missed: i % 3}
 		if i%2 == 1 {
 			st.Outcome, st.Error = fleet.OutcomeFailed, fmt.Sprintf("run %d: dial postgres://app:hunter2@db/x:\nrefused", i)
 		}
@@ -63,11 +63,11 @@ func TestCLI_History(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		ls := lines(r.stdout)
 		require.Len(t, ls, 22, r.stdout)
-		assert.Regexp(t, `^OCCURRENCE\s+ATTEMPT\s+REPLICA\s+STARTED\s+ENDED\s+TOOK\s+OUTCOME\s+FENCE\s+ERROR$`, ls[0])
+		assert.Regexp(t, `^OCCURRENCE\s+ATTEMPT\s+REPLICA\s+STARTED\s+ENDED\s+TOOK\s+OUTCOME\s+MISSED\s+FENCE\s+ERROR$`, ls[0])
 		const ts = `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`
 		newest := leases[24]
-		assert.Regexp(t, `^`+ts+`\s+1\s+replica-9\s+(`+ts+`|\d\d:\d\d:\d\d)\s+(`+ts+`|\d\d:\d\d:\d\d)\s+1\.5s\s+succeeded\s+`+fmt.Sprint(uint64(newest.Fence))+`$`, ls[1])
-		assert.Regexp(t, `\s+failed\s+`+fmt.Sprint(uint64(leases[23].Fence))+`\s+run 23: dial postgres://\*\*\*@db/x: refused$`, ls[2])
+		assert.Regexp(t, `^`+ts+`\s+1\s+replica-9\s+(`+ts+`|\d\d:\d\d:\d\d)\s+(`+ts+`|\d\d:\d\d:\d\d)\s+1\.5s\s+succeeded\s+0\s+`+fmt.Sprint(uint64(newest.Fence))+`$`, ls[1])
+		assert.Regexp(t, `\s+failed\s+2\s+`+fmt.Sprint(uint64(leases[23].Fence))+`\s+run 23: dial postgres://\*\*\*@db/x: refused$`, ls[2])
 		assert.Equal(t, "runs 1-20 of 25, newest first; older: cronguard history quiet --offset 20", ls[21])
 
 		r = f.cli(t, "history", "quiet", "--offset", "20")
@@ -104,6 +104,7 @@ func TestCLI_History(t *testing.T) {
 			assert.Equal(t, 1500*time.Millisecond, run.Ended.Sub(run.Started))
 			assert.Equal(t, uint64(l.Fence), run.Fence)
 			assert.Empty(t, run.Trigger)
+			assert.Equal(t, (23-i)%3, run.Missed, "run %d: missed", 23-i)
 		}
 		assert.Equal(t, "failed", out.Runs[0].Outcome)
 		assert.Equal(t, "run 23: dial postgres://***@db/x: refused", out.Runs[0].Error)
