@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/cronguard/cronguard/fleet"
 )
@@ -46,11 +47,61 @@ type historyLimiter interface{ HistoryLimit() int }
 // lease.ErrInvalidArgument for a negative offset or limit.
 func (in *Inspector) History(ctx context.Context, name string, q HistoryQuery) (History, error) {
 	const op = "history"
+	limit, err := in.historyLimit(op, q)
+	if err != nil {
+		return History{}, err
+	}
+	regs, _, err := in.resolve(ctx, op, name)
+	if err != nil {
+		return History{}, err
+	}
+	h, err := in.history(ctx, name, regs[0].Job.Key, q.Offset, limit)
+	if err != nil {
+		return History{}, fmt.Errorf("inspect: %s %q: %w", op, name, err)
+	}
+	return h, nil
+}
+
+// Histories returns a page of each job's last runs, as History does, in
+// the order of jobs (from Jobs or Job): it reads no registry, only each
+// job's history at its Job.Key, up to WithConcurrency reads at a time
+// (lease/redislease: one round trip per job, plain commands). It fails
+// with lease.ErrInvalidArgument for a negative offset or limit, and with
+// the first job's error whose read failed.
+func (in *Inspector) Histories(ctx context.Context, jobs []Job, q HistoryQuery) ([]History, error) {
+	const op = "histories"
+	limit, err := in.historyLimit(op, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]History, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, in.concurrency)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i], errs[i] = in.history(ctx, j.Name, j.Key, q.Offset, limit)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("inspect: %s: job %q: %w", op, jobs[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+// historyLimit checks q and returns the limit to read: q.Limit, or
+// DefaultHistoryLimit for 0, at most the store's history limit.
+func (in *Inspector) historyLimit(op string, q HistoryQuery) (int, error) {
 	if q.Offset < 0 {
-		return History{}, invalid(op, "offset must not be negative, got %d", q.Offset)
+		return 0, invalid(op, "offset must not be negative, got %d", q.Offset)
 	}
 	if q.Limit < 0 {
-		return History{}, invalid(op, "limit must not be negative, got %d", q.Limit)
+		return 0, invalid(op, "limit must not be negative, got %d", q.Limit)
 	}
 	limit := q.Limit
 	if limit == 0 {
@@ -60,14 +111,14 @@ func (in *Inspector) History(ctx context.Context, name string, q HistoryQuery) (
 	if hl, ok := in.store.(historyLimiter); ok {
 		most = hl.HistoryLimit()
 	}
-	limit = min(limit, most)
-	regs, _, err := in.resolve(ctx, op, name)
+	return min(limit, most), nil
+}
+
+// history reads a page of the history at key, with times in UTC.
+func (in *Inspector) history(ctx context.Context, name, key string, offset, limit int) (History, error) {
+	runs, total, err := in.store.History(ctx, key, offset, limit)
 	if err != nil {
 		return History{}, err
-	}
-	runs, total, err := in.store.History(ctx, regs[0].Job.Key, q.Offset, limit)
-	if err != nil {
-		return History{}, fmt.Errorf("inspect: %s %q: %w", op, name, err)
 	}
 	for i := range runs {
 		r := &runs[i]

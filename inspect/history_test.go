@@ -94,3 +94,38 @@ func TestInspector_History_InvalidArguments(t *testing.T) {
 	_, err := e.in.History(t.Context(), "nosuch", inspect.HistoryQuery{})
 	assert.True(t, errors.Is(err, inspect.ErrUnknownJob), "%v", err)
 }
+
+func TestInspector_Histories_EachJobInOrder(t *testing.T) {
+	e := newMemEnv(t)
+	e.publish(t, "replica-1", reportJob, tickJob)
+	for i := range 3 {
+		occ := epoch.Add(time.Duration(i) * 5 * time.Second)
+		l := e.run(t, "replica-1", reportJob, occ)
+		_, err := e.store.ReleaseWithStatus(t.Context(), l, fleet.Status{Occurrence: occ, Owner: l.Owner, Fence: l.Fence,
+			Started: l.AcquiredAt, Duration: time.Second, Outcome: fleet.OutcomeGivenUp, Missed: i})
+		require.NoError(t, err)
+		e.clock.Advance(5 * time.Second)
+	}
+	e.publish(t, "replica-1", reportJob, tickJob)
+
+	jobs, err := e.in.Jobs(t.Context())
+	require.NoError(t, err)
+	hs, err := e.in.Histories(t.Context(), jobs, inspect.HistoryQuery{Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, hs, len(jobs))
+	for i, h := range hs {
+		assert.Equal(t, jobs[i].Name, h.Job, "in the order of the jobs")
+		if h.Job == "report" {
+			assert.Equal(t, 3, h.Total)
+			require.Len(t, h.Runs, 2)
+			assert.Equal(t, 2, h.Runs[0].Missed, "newest first, with its missed count")
+			assert.Equal(t, fleet.OutcomeGivenUp, h.Runs[0].Outcome)
+			assert.Equal(t, time.UTC, h.Runs[0].Started.Location())
+		} else {
+			assert.Zero(t, h.Total)
+		}
+	}
+
+	_, err = e.in.Histories(t.Context(), jobs, inspect.HistoryQuery{Offset: -1})
+	assert.True(t, errors.Is(err, lease.ErrInvalidArgument), "%v", err)
+}
