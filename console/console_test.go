@@ -229,3 +229,42 @@ func TestConsole_Conflict_Shown(t *testing.T) {
 	assert.Contains(t, body, "replica-c")
 	assert.NotContains(t, b.get("/jobs/tick").Body.String(), "registered this job differently")
 }
+
+// The jobs page counts, over each job's newest runs, the occurrences that
+// ran nowhere and those given up; the job page shows each run's missed
+// count.
+func TestConsole_Jobs_MissedAndGivenUp(t *testing.T) {
+	e := newMemEnv(t)
+	for i, outcome := range []string{fleet.OutcomeSucceeded, fleet.OutcomeGivenUp, fleet.OutcomeSucceeded, fleet.OutcomeGivenUp} {
+		l := e.hold(t, "replica-a", tickJob)
+		_, err := e.store.ReleaseWithStatus(t.Context(), l, fleet.Status{Occurrence: l.AcquiredAt, Owner: l.Owner,
+			Fence: l.Fence, Started: l.AcquiredAt, Duration: time.Second, Outcome: outcome, Replica: "replica-a", Attempt: 1,
+			Missed: i * 2}) // 0, 2, 4, 6
+		require.NoError(t, err)
+	}
+	e.finish(t, e.hold(t, "replica-a", reportJob), "replica-a", fleet.OutcomeSucceeded, "")
+	b := newBrowser(t, e.console(t))
+
+	body := b.get("/jobs").Body.String()
+	assert.Contains(t, body, "<th title=\"occurrences that ran nowhere, before the job's newest 100 runs\">Missed</th>")
+	assert.Contains(t, body, ">Given up</th>")
+	row := func(name string) string {
+		t.Helper()
+		start := strings.Index(body, `<a href="/jobs/`+name+`">`)
+		require.GreaterOrEqual(t, start, 0, body)
+		end := strings.Index(body[start:], "</tr>")
+		require.Greater(t, end, 0)
+		return body[start : start+end]
+	}
+	tick := row("tick")
+	assert.Contains(t, tick, `<td class="missed"><span class="bad">12</span></td>`, "the sum of the runs' missed counts")
+	assert.Contains(t, tick, `<td class="given-up"><span class="bad">2</span></td>`, "the runs given up")
+	report := row("report")
+	assert.Contains(t, report, `<td class="missed">0</td>`)
+	assert.Contains(t, report, `<td class="given-up">0</td>`)
+
+	body = b.get("/jobs/tick").Body.String()
+	assert.Contains(t, body, "<th>Missed before</th>")
+	assert.Contains(t, body, `<span class="bad">12 missed</span>`, "the tally adds up the missed counts")
+	assert.Contains(t, body, `<td><span class="bad">6</span></td>`, "the newest run missed 6")
+}

@@ -17,9 +17,13 @@
 // moment it is served: the registry of live replicas and each job's state
 // (the live lease, the last run's status, the pause, the pending
 // triggers, the run history). The console never asks a replica, and shows
-// nothing a replica keeps only in its memory: counts of missed and
-// given-up occurrences are in the replicas' metrics (otelcronguard), not
-// in the store, and are not shown. Times of the store (a lease's start and
+// nothing a replica keeps only in its memory. The jobs page counts, over
+// each job's newest 100 runs in its history (one history read per job),
+// the occurrences that ran nowhere before them (each run records how many
+// the ledger reported when it won, fleet.RunRecord.Missed) and the
+// occurrences given up; missed occurrences older than those runs, and
+// those of a job whose runs all lost their lease, are only in the
+// replicas' metrics (otelcronguard). Times of the store (a lease's start and
 // expiry, a run's start, a pause) are shown in UTC with their distance
 // from the store's clock; a job's next occurrences in the job's own time
 // zone (its cron expression's location; UTC for Every and At schedules).

@@ -10,7 +10,8 @@ import (
 )
 
 // The job page's run history: historyPage runs a page, newest first, and
-// a tally of the outcomes among the newest historyTally runs.
+// a tally of the outcomes and missed occurrences among the newest
+// historyTally runs (the jobs page tallies as many).
 const (
 	historyPage  = 20
 	historyTally = 100
@@ -29,11 +30,14 @@ type historyView struct {
 	// order of outcomes.
 	Tally   []outcomeCount
 	Tallied int
+	// Missed is how many occurrences ran nowhere before the newest
+	// Tallied runs, as the ledger reported when each won.
+	Missed int
 }
 
 type historyRow struct {
 	Occurrence, Started, Ended, Took string
-	Attempt                          int
+	Attempt, Missed                  int
 	Replica, Outcome, Class, Error   string
 	Fence, Trigger                   string
 }
@@ -59,6 +63,22 @@ func outcomeClass(o string) string {
 	return "bad"
 }
 
+// tally is what a job's newest runs add up to.
+type tally struct {
+	outcomes map[string]int // runs by outcome
+	missed   int            // the sum of the runs' Missed
+}
+
+// tallyRuns counts runs' outcomes and adds up their missed occurrences.
+func tallyRuns(runs []fleet.RunRecord) tally {
+	t := tally{outcomes: map[string]int{}}
+	for _, run := range runs {
+		t.outcomes[run.Outcome]++
+		t.missed += run.Missed
+	}
+	return t
+}
+
 // historyOffset reads the request's "offset" parameter: 0 when absent,
 // false when it is not a whole number from 0 to fleet.MaxHistoryLimit.
 func historyOffset(r *http.Request) (int, bool) {
@@ -82,13 +102,11 @@ func (c *Console) history(r *http.Request, name string, offset int) (*historyVie
 		return nil, err
 	}
 	v := &historyView{Total: newest.Total, Tallied: len(newest.Runs)}
-	counts := map[string]int{}
-	for _, run := range newest.Runs {
-		counts[run.Outcome]++
-	}
+	t := tallyRuns(newest.Runs)
+	v.Missed = t.missed
 	for _, o := range outcomes {
-		if counts[o] > 0 {
-			v.Tally = append(v.Tally, outcomeCount{Outcome: o, Class: outcomeClass(o), N: counts[o]})
+		if t.outcomes[o] > 0 {
+			v.Tally = append(v.Tally, outcomeCount{Outcome: o, Class: outcomeClass(o), N: t.outcomes[o]})
 		}
 	}
 	var runs []fleet.RunRecord
@@ -104,7 +122,7 @@ func (c *Console) history(r *http.Request, name string, offset int) (*historyVie
 	for _, run := range runs {
 		v.Runs = append(v.Runs, historyRow{
 			Occurrence: utc(run.Occurrence), Started: utc(run.Started), Ended: utc(run.Ended), Took: span(run.Ended.Sub(run.Started)),
-			Attempt: run.Attempt, Replica: clean(run.Replica), Outcome: run.Outcome, Class: outcomeClass(run.Outcome),
+			Attempt: run.Attempt, Missed: run.Missed, Replica: clean(run.Replica), Outcome: run.Outcome, Class: outcomeClass(run.Outcome),
 			Error: clean(run.Error), Fence: fence(run.Fence), Trigger: run.Trigger,
 		})
 	}

@@ -146,6 +146,10 @@ type jobRow struct {
 	Next, NextIn         string
 	Zone                 string
 	PendingTriggers      int
+	// Missed and GivenUp count, among the job's newest Tallied runs, the
+	// occurrences that ran nowhere before them and the runs given up
+	// (jobs page only).
+	Missed, GivenUp, Tallied int
 }
 
 type lastRun struct {
@@ -200,6 +204,9 @@ func holderName(h *inspect.Holder) string {
 type jobsPage struct {
 	Jobs                      []jobRow
 	Running, Paused, Conflict int
+	// Tallied is how many of each job's newest runs the missed and given
+	// up columns count over.
+	Tallied int
 }
 
 func (c *Console) serveJobs(w http.ResponseWriter, r *http.Request) {
@@ -209,10 +216,17 @@ func (c *Console) serveJobs(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, err, "")
 		return
 	}
+	hists, err := c.in.Histories(r.Context(), jobs, inspect.HistoryQuery{Limit: historyTally})
+	if err != nil {
+		c.storeFailed(w, r, err, "")
+		return
+	}
 	took := time.Since(start)
-	p := jobsPage{}
-	for _, j := range jobs {
+	p := jobsPage{Tallied: historyTally}
+	for i, j := range jobs {
 		row := c.row(j, false)
+		t := tallyRuns(hists[i].Runs)
+		row.Missed, row.GivenUp, row.Tallied = t.missed, t.outcomes[fleet.OutcomeGivenUp], len(hists[i].Runs)
 		if row.RunningOn != "" {
 			p.Running++
 		}
