@@ -34,6 +34,7 @@
 //	cronguard.lease.acquire.retries   counter         {attempt}     job, error.type
 //	cronguard.lease.renewals          counter         {renewal}     job
 //	cronguard.lease.renewal.duration  histogram       s             job
+//	cronguard.conflicts               counter         {conflict}    job
 //
 // Outcomes are succeeded, failed (an error or runtime.Goexit), panicked and
 // timed_out. Skip reasons are the scheduler.SkipReason names in snake case:
@@ -43,6 +44,10 @@
 // any reason the scheduler adds later. Loss causes are lost and
 // unconfirmed; cancel causes timeout and shutdown; error.type is
 // lease.Class of the store's error (unavailable, timeout, auth, ...).
+// cronguard.conflicts counts scheduler.EventConflict: another live replica
+// registered the job with a different schedule or options. The scheduler
+// reports a conflict once, when it finds it, not while it lasts: the
+// counter says a conflict began, cronguard jobs says which remain.
 //
 // # Traces
 //

@@ -57,6 +57,11 @@ const (
 	// MetricRenewalDuration is how long a confirmed renewal took, from
 	// just before it was sent to its answer (s), by AttrJob.
 	MetricRenewalDuration = "cronguard.lease.renewal.duration"
+	// MetricConflicts counts conflicts this replica found ({conflict}), by
+	// AttrJob: another live replica registered the job with a different
+	// schedule or options (scheduler.EventConflict, reported once per
+	// conflict, not while it lasts).
+	MetricConflicts = "cronguard.conflicts"
 )
 
 // The attribute keys. Metrics carry only the low-cardinality ones (job,
@@ -133,6 +138,7 @@ type instruments struct {
 	acquireRetries  metric.Int64Counter
 	renewals        metric.Int64Counter
 	renewalDuration metric.Float64Histogram
+	conflicts       metric.Int64Counter
 }
 
 // newInstruments creates the instruments on m.
@@ -167,6 +173,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		acquireRetries:  counter(MetricAcquireRetries, "{attempt}", "Lease acquires retried after a transient store error."),
 		renewals:        counter(MetricRenewals, "{renewal}", "Confirmed lease renewals."),
 		renewalDuration: histogram(MetricRenewalDuration, "How long a confirmed lease renewal took.", renewalBuckets),
+		conflicts:       counter(MetricConflicts, "{conflict}", "Conflicts found: another live replica registered the job with a different schedule or options."),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otelcronguard: create instruments: %w", err)

@@ -71,6 +71,8 @@ func (t *Telemetry) observe(e scheduler.Event) {
 		in.acquireRetries.Add(ctx, 1, t.attrs.with(e.Job, AttrErrorType, lease.Class(e.Err)).add...)
 	case scheduler.EventAcquireFailed:
 		in.acquireFailures.Add(ctx, 1, t.attrs.with(e.Job, AttrErrorType, lease.Class(e.Err)).add...)
+	case scheduler.EventConflict:
+		in.conflicts.Add(ctx, 1, t.attrs.job(e.Job).add...)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/heartbeat"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/scheduler"
@@ -69,6 +70,9 @@ func TestTelemetry_Observe_EventToInstrument(t *testing.T) {
 		{"a run that never started is counted, not subtracted from the active ones", []scheduler.Event{
 			{Kind: scheduler.EventFailed, Err: fmt.Errorf("heartbeat: %w", lease.ErrInvalidArgument)},
 		}, MetricRuns, []attribute.KeyValue{AttrOutcome.String("failed")}, 1},
+		{"conflict by job only, no replica IDs", []scheduler.Event{
+			{Kind: scheduler.EventConflict, Conflict: fleet.Conflict{Job: "nightly", Key: "job:nightly", Replicas: [2]string{"replica-1", "replica-2"}}},
+		}, MetricConflicts, nil, 1},
 		{"renewals", []scheduler.Event{
 			{Kind: scheduler.EventRenewed, Latency: 2 * time.Millisecond},
 			{Kind: scheduler.EventRenewed, Latency: 3 * time.Millisecond},

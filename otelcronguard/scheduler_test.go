@@ -261,3 +261,28 @@ func TestTelemetry_Scheduler_GoexitEndsSpanAsFailed(t *testing.T) {
 		assert.Zero(t, h.tel.runs.len())
 	})
 }
+
+// Two replicas that register one job with different schedules each find
+// the conflict once: the counter has one per replica, by job only.
+func TestTelemetry_Scheduler_CountsConflicts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		store := newMemoryStore(t)
+		a := newScheduler(t, store, h.tel, scheduler.WithInstanceID("replica-a"))
+		b := newScheduler(t, store, h.tel, scheduler.WithInstanceID("replica-b"))
+		nop := func(context.Context) error { return nil }
+		require.NoError(t, a.Register("report", scheduler.Every(time.Hour), nop))
+		require.NoError(t, b.Register("report", scheduler.Every(2*time.Hour), nop))
+		require.NoError(t, a.Start())
+		require.NoError(t, b.Start())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		shutdown(t, a)
+		shutdown(t, b)
+
+		ms := h.metrics(t)
+		assert.Equal(t, int64(2), value(t, ms, MetricConflicts, AttrJob.String("report")), "each replica counts the conflict once, with the job only")
+		assert.Equal(t, uint64(1), a.Stats().Conflicts)
+		assert.Equal(t, uint64(1), b.Stats().Conflicts)
+	})
+}

@@ -52,6 +52,10 @@ func TestRules_Evaluate(t *testing.T) {
 	cronguard_lease_losses_total{cronguard_job="healthy", cronguard_lease_loss_cause="lost", instance="r1"} 2x70
 	cronguard_lease_acquire_failures_total{cronguard_job="healthy", error_type="timeout", instance="r1"} 5x70
 	cronguard_lease_acquire_failures_total{cronguard_job="failing", error_type="auth", instance="r2"} _x65 1x5
+	cronguard_conflicts_total{cronguard_job="report", instance="r1"} _x50 1x20
+	cronguard_conflicts_total{cronguard_job="report", instance="r2"} _x50 1x20
+	cronguard_conflicts_total{cronguard_job="deployed", instance="r1"} 1x70
+	cronguard_conflicts_total{cronguard_job="again", instance="r1"} 1x60 2x10
 `
 	storage := promqltest.LoadedStorage(t, series)
 	engine := promqltest.NewTestEngine(t, false, 0, 100_000)
@@ -84,5 +88,7 @@ func TestRules_Evaluate(t *testing.T) {
 	assert.Equal(t, []string{"flaky"}, firing("CronguardLeaseLost"))
 	assert.Equal(t, []string{"healthy@r3"}, firing("CronguardClockSkewRefused"), "per replica")
 	assert.Equal(t, []string{"failing"}, firing("CronguardLeaseAcquireFailing"), "an old count is not a new failure")
+	assert.Equal(t, []string{"again", "report"}, firing("CronguardConflict"),
+		"a conflict found in the last hour, on its first count or again; not one found over an hour ago")
 	assert.Empty(t, firing("CronguardOccurrenceGivenUp"))
 }

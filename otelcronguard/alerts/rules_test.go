@@ -105,6 +105,7 @@ func TestRules_ParseAndNameExportedMetrics(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"CronguardOccurrenceMissed", "CronguardOccurrenceGivenUp", "CronguardNoRecentSuccess",
 		"CronguardLeaseLost", "CronguardClockSkewRefused", "CronguardLeaseAcquireFailing",
+		"CronguardConflict",
 	}, alerts)
 }
 
