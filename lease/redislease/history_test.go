@@ -25,7 +25,8 @@ func TestStore_History_ListInTheJobsSlot(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, l.ID)
 		_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{Occurrence: time.UnixMilli(int64(i + 1)), Owner: l.Owner,
-			Replica: "r1", Attempt: 1, Fence: l.Fence, Started: l.AcquiredAt, Outcome: fleet.OutcomeSucceeded})
+			Replica: "r1", Attempt: 1, Fence: l.Fence, Started: l.AcquiredAt, Outcome: fleet.OutcomeSucceeded,
+			Missed: i / 4}) // the newest run missed one
 		require.NoError(t, err)
 	}
 	ks, err := keysFor(st.prefix, "job:h")
@@ -39,6 +40,8 @@ func TestStore_History_ListInTheJobsSlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, status, raw[0], "the newest entry is the status as recorded")
 	assert.Contains(t, raw[0], `"replica":"r1","attempt":1`)
+	assert.Contains(t, raw[0], `"missed":1`, "the missed count rides in the status JSON")
+	assert.NotContains(t, raw[1], `missed`, "omitted when 0")
 	for _, entry := range raw {
 		for _, id := range ids {
 			assert.NotContains(t, entry, id, "no lease ID")
@@ -54,6 +57,7 @@ func TestStore_History_ListInTheJobsSlot(t *testing.T) {
 	assert.Equal(t, 3, total)
 	require.Len(t, runs, 3)
 	assert.Equal(t, []int64{5, 4, 3}, []int64{runs[0].Occurrence.UnixMilli(), runs[1].Occurrence.UnixMilli(), runs[2].Occurrence.UnixMilli()})
+	assert.Equal(t, []int{1, 0, 0}, []int{runs[0].Missed, runs[1].Missed, runs[2].Missed})
 }
 
 // An entry that is not JSON is reported as the store's internal error, not
