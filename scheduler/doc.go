@@ -145,7 +145,9 @@
 // trigger that finds the job running waits: the replica running it takes
 // it when the run ends, after a catch-up the run made due, or, when that
 // replica stops or no longer has the job, hands it on to the others. A
-// pause holds it until the job is resumed; a trigger not run within its
+// trigger whose claim the store failed (an outage longer than the claim's
+// retries) is asked for again every few seconds until the store answers.
+// A pause holds it until the job is resumed; a trigger not run within its
 // time to live lapses.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and

@@ -83,6 +83,7 @@ type group struct {
 
 	mu   sync.Mutex
 	jobs []*job // copied on write: a slice returned by members never changes
+	last int64  // the occurrence (Unix ms) of the group's latest firing; 0 before the first
 }
 
 func (g *group) add(j *job) {
@@ -108,11 +109,33 @@ func (g *group) members() []*job {
 // fireGroup is the gocron task of group g: it maps the firing to its
 // occurrence and delivers it to every member.
 func (s *Scheduler) fireGroup(g *group) {
-	occ, maxSkew := g.plan.occurrence(s.cfg.clock.Now())
+	occ, maxSkew := g.occurrence(s.cfg.clock.Now())
 	f := newFiring(occ, maxSkew, firedBySchedule, nil) // each job's owner gives it its registration
 	for _, j := range g.members() {
 		j.deliver(input{kind: inFiring, f: f})
 	}
+}
+
+// occurrence maps a firing of the group at local time now to its
+// occurrence: the latest schedule point at or before now (plan.occurrence),
+// unless the group fired that point already. gocron fires each scheduled
+// time once and sets each timer from the time it scheduled before, so such
+// a firing is the timer of the next point after the last one fired, set
+// on a clock that has since stepped back (NTP): it is that point's firing,
+// and its round is held to the usual skew by the store. Mapped to the
+// point already fired, it would be dropped as a duplicate and its own
+// occurrence would run nowhere, unreported.
+func (g *group) occurrence(now time.Time) (time.Time, time.Duration) {
+	occ, maxSkew := g.plan.occurrence(now)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last != 0 && occ.UnixMilli() <= g.last {
+		if next := g.plan.next(time.UnixMilli(g.last)); !next.IsZero() {
+			occ, maxSkew = g.plan.occurrence(next)
+		}
+	}
+	g.last = max(g.last, occ.UnixMilli())
+	return occ, maxSkew
 }
 
 // claimTask is a queue entry: claim firing f of job.

@@ -65,9 +65,10 @@ type jobState struct {
 	// first: a trigger claims a round after it.
 	catchUpDue bool
 	triggerDue bool
-	// triggerRetry: a trigger found the job's lease held elsewhere; a
-	// timer asks again when that lease runs out, in case its holder died
-	// and never hands the trigger on.
+	// triggerRetry: a trigger found the job's lease held elsewhere, or
+	// the store failing; a timer asks again when that lease runs out (in
+	// case its holder died and never hands the trigger on), or a little
+	// later.
 	triggerRetry bool
 }
 
@@ -345,12 +346,21 @@ func (j *job) claimed(as *acts, in input) {
 	default:
 		answer(as, f, in.err, st.stopping, st.reg == nil)
 		var le *lease.LockedError
-		if f.kind == firedByTrigger && !st.triggerRetry && st.reg != nil && !st.stopping && errors.As(in.err, &le) {
+		switch {
+		case f.kind != firedByTrigger || st.triggerRetry || st.reg == nil || st.stopping:
+		case errors.As(in.err, &le):
 			// The holder takes the trigger when its run ends, or hands
 			// it on when it stops; if it dies instead, ask again once
 			// its lease has run out.
 			st.triggerRetry = true
 			as.add(act{kind: actRetryTrigger, d: le.Remaining})
+		case transient(in.err):
+			// The store failed for longer than the claim's retries; the
+			// trigger still waits there (no message comes again): ask
+			// again until the store answers, which runs it, or says it
+			// ran elsewhere or lapsed.
+			st.triggerRetry = true
+			as.add(act{kind: actRetryTrigger, d: retryMax})
 		}
 	}
 	j.proceed(as)

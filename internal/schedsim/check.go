@@ -29,8 +29,8 @@ var Checks = map[string]string{
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded, and a trigger runs at most once (wipes excepted)",
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
-	"catch-up":        "with WithCatchUp, a run that outlived later occurrences is followed by a catch-up of the latest one while it is within the window and the job is free",
-	"trigger":         "an accepted trigger runs, unless no live replica that had the job found it free (and unpaused, the store up) before it expired",
+	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free",
+	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and executed no attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
 	"pause-trigger":   "no trigger runs while its job is paused",
@@ -297,8 +297,31 @@ func shortID(id string) string {
 
 // covered reports whether some live, reachable replica had job over [a, b].
 func (c *checker) covered(job string, a, b time.Time) (string, bool) {
+	return c.coveredBy(job, a, b, func(string) bool { return true })
+}
+
+// coveredIdle reports whether some live, reachable replica had job over
+// [a, b] and executed no attempt of it then: a replica never runs two of a
+// job at once, so one still executing an attempt (past its timeout or its
+// lease, say) cannot take a trigger until that attempt returns.
+func (c *checker) coveredIdle(job string, a, b time.Time) (string, bool) {
+	return c.coveredBy(job, a, b, func(replica string) bool { return !c.executing(replica, job, a, b) })
+}
+
+// executing reports whether replica executed an attempt of job at some
+// instant of [a, b].
+func (c *checker) executing(replica, job string, a, b time.Time) bool {
+	for _, x := range c.h.Attempts {
+		if x.Job == job && x.Replica == replica && !x.Start.After(b) && c.orFar(x.execEnd()).After(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) coveredBy(job string, a, b time.Time, able func(replica string) bool) (string, bool) {
 	for _, r := range c.h.Regs {
-		if r.Job != job || r.Err != "" || r.From.After(a) || (!r.To.IsZero() && !r.To.After(b)) {
+		if r.Job != job || r.Err != "" || r.From.After(a) || (!r.To.IsZero() && !r.To.After(b)) || !able(r.Replica) {
 			continue
 		}
 		l := c.lives[r.Replica]
@@ -485,9 +508,28 @@ func (c *checker) catchUp() {
 		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
 			continue
 		}
+		if f := c.firstEventBy(a.Replica, a.Job, occ); !f.IsZero() && f.After(e) {
+			// The replica's clock (slow) reached occ only after the run
+			// returned: occ was not due there, so no catch-up was owed;
+			// its firing claims occ or reports it (the reported check).
+			continue
+		}
 		c.fail("catch-up", e, a.Job, "%s ended at %s after occurrence %s came due; it was not caught up before %s, though the job was free in between (events: %s)",
 			a, c.rel(e), occ.UTC().Format("15:04:05.000"), c.rel(end), c.describe(a.Job, occ))
 	}
+}
+
+// firstEventBy returns when replica first reported something of
+// occurrence occ of job (its firing's claim or skip, say), or the zero
+// time.
+func (c *checker) firstEventBy(replica, job string, occ time.Time) time.Time {
+	var first time.Time
+	for _, e := range c.byOcc[job][occ.UnixMilli()] {
+		if e.E.Instance == replica && (first.IsZero() || e.At.Before(first)) {
+			first = e.At
+		}
+	}
+	return first
 }
 
 // refusedAfter reports whether, at or after t, a replica reported that it
@@ -557,10 +599,16 @@ func (c *checker) triggers() {
 		}
 		// Instants at which a replica should find the trigger: its
 		// arrival, and every moment the job's lease became free or a
-		// replica, the store or the job became able to run it.
+		// replica, the store or the job became able to run it (a
+		// replica's attempt of the job stopped executing).
 		cands := []time.Time{t.At}
 		for _, l := range c.leases[t.Job] {
 			cands = append(cands, c.heldUntil(l))
+		}
+		for _, x := range c.h.Attempts {
+			if x.Job == t.Job && !x.execEnd().IsZero() {
+				cands = append(cands, x.execEnd())
+			}
 		}
 		for _, r := range c.h.Regs {
 			cands = append(cands, r.From)
@@ -581,8 +629,8 @@ func (c *checker) triggers() {
 			if a.Before(t.At) || !b.Before(t.Expires) || c.wipeIn(t.At, b) || c.outageIn(a, b) || c.pausedIn(t.Job, a, b) || !c.freeAt(t.Job, a, b) {
 				continue
 			}
-			if replica, ok := c.covered(t.Job, a, b); ok {
-				c.fail("trigger", t.At, t.Job, "trigger %s (accepted at %s, expiring at %s) never ran, though the job was free at %s and %s had it",
+			if replica, ok := c.coveredIdle(t.Job, a, b); ok {
+				c.fail("trigger", t.At, t.Job, "trigger %s (accepted at %s, expiring at %s) never ran, though the job was free at %s and %s had it, executing none of it",
 					shortID(t.ID), c.rel(t.At), c.rel(t.Expires), c.rel(at), replica)
 				break
 			}

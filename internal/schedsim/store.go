@@ -40,10 +40,16 @@ type server struct {
 }
 
 // subscription is one Subscribe through a view, kept across wipes: the
-// control channel is a connection's, not the data's.
+// control channel is a connection's, not the data's. A message published
+// while its view is severed is lost; when the view heals, the
+// subscription is restored and delivers a fleet.MessageResync first, as a
+// Redis subscriber's does after its connection dropped (fleet.Store).
 type subscription struct {
-	fn   func(fleet.Message)
-	stop func() // the current underlying subscription's
+	view *view
+	raw  func(fleet.Message) // the subscriber's fn
+	fn   func(fleet.Message) // raw, deaf while the view is severed
+	stop func()              // the current underlying subscription's
+	lost atomic.Bool         // a message was lost while severed
 }
 
 func newServer(rec *recorder) (*server, error) {
@@ -94,18 +100,26 @@ func (s *server) wipe() error {
 	return nil
 }
 
-func (s *server) subscribe(fn func(fleet.Message)) (func(), error) {
+func (s *server) subscribe(v *view, fn func(fleet.Message)) (func(), error) {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	st, err := s.store()
 	if err != nil {
 		return nil, err
 	}
-	stop, err := st.Subscribe(context.Background(), fn)
+	sub := &subscription{view: v, raw: fn}
+	sub.fn = func(m fleet.Message) {
+		if v.severed.Load() {
+			sub.lost.Store(true)
+			return
+		}
+		fn(m)
+	}
+	stop, err := st.Subscribe(context.Background(), sub.fn)
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscription{fn: fn, stop: stop}
+	sub.stop = stop
 	s.subs[sub] = struct{}{}
 	var once sync.Once
 	return func() {
@@ -116,6 +130,30 @@ func (s *server) subscribe(fn func(fleet.Message)) (func(), error) {
 			delete(s.subs, sub)
 		})
 	}, nil
+}
+
+// restore restores the subscriptions of view v that lost messages while
+// it was severed: each one's underlying subscription is replaced, and its
+// subscriber receives a fleet.MessageResync in between, in order.
+func (s *server) restore(v *view) error {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	s.mu.Lock()
+	st := s.cur
+	s.mu.Unlock()
+	for sub := range s.subs {
+		if sub.view != v || !sub.lost.Swap(false) {
+			continue
+		}
+		sub.stop()
+		sub.raw(fleet.Message{Kind: fleet.MessageResync})
+		stop, err := st.Subscribe(context.Background(), sub.fn)
+		if err != nil {
+			return err
+		}
+		sub.stop = stop
+	}
+	return nil
 }
 
 // view is one client's way to the server: a replica's or the operator's.
@@ -439,14 +477,11 @@ func (v *view) Publish(ctx context.Context, m fleet.Message) error {
 	return st.Publish(ctx, m)
 }
 
-// Subscribe implements fleet.Store. A severed view hears nothing.
+// Subscribe implements fleet.Store. A severed view hears nothing; healed,
+// it hears a fleet.MessageResync if it lost a message (server.restore).
 func (v *view) Subscribe(_ context.Context, fn func(fleet.Message)) (func(), error) {
 	if v.severed.Load() {
 		return nil, errPartition
 	}
-	return v.srv.subscribe(func(m fleet.Message) {
-		if !v.severed.Load() {
-			fn(m)
-		}
-	})
+	return v.srv.subscribe(v, fn)
 }

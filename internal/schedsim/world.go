@@ -469,6 +469,9 @@ func (w *world) heal(b *base) {
 
 func (w *world) healInc(inc *incarnation) {
 	inc.view.severed.Store(false)
+	if err := w.srv.restore(inc.view); err != nil {
+		panic(fmt.Sprintf("schedsim: restore the control channel of %s: %v", inc.life.ID, err))
+	}
 	iv := *inc.parts
 	iv.To = time.Now()
 	inc.parts = nil
