@@ -166,7 +166,8 @@ job NAME:  Job
 history NAME: {"job", "total" (runs kept), "offset", "runs": [RunRecord]}
   RunRecord: {"occurrence", "attempt" (1 for the first), "replica", "started",
               "ended", "outcome" (as Run's, or "interrupted", "given_up"),
-              "error", "fence", "trigger" ("" for a scheduled run)}
+              "error", "fence", "trigger" ("" for a scheduled run),
+              "missed" (occurrences before it that ran nowhere)}
 
 pause:     {"job", "paused": {"by", "note", "since"}}
 resume:    {"job", "wasPaused": bool, "next": time | null}
