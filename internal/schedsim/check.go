@@ -30,7 +30,7 @@ var Checks = map[string]string{
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
 	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free",
-	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and executed no attempt of it, found it free (and unpaused, the store up) before it expired",
+	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and neither claimed nor executed an attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
 	"pause-trigger":   "no trigger runs while its job is paused",
