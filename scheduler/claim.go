@@ -189,6 +189,11 @@ func answer(as *acts, f firing, err error, stopping, removed bool) {
 	skip := func(reason SkipReason, err error) { as.add(act{kind: actSkip, f: f, reason: reason, err: err}) }
 	aborted := errors.Is(err, lease.ErrAborted) || errors.Is(err, ErrShutdown)
 	switch {
+	case removed && aborted && f.waited:
+		// A buffered occurrence that waited for the job's lease
+		// elsewhere, ended by Remove: it came due while the job was
+		// registered here, and its wait ended without the lease.
+		skip(SkipLocked, nil)
 	case removed && (aborted || f.quiet()):
 		note("claim of a removed job ended: dropped")
 	case stopping && aborted && f.quiet():

@@ -413,12 +413,15 @@ func (j *job) idle(as *acts) {
 
 // dropClaimWaiting ends a claim that waits (for the run here, or for the
 // job's lease elsewhere); a claim queued or in flight answers by itself.
+// A waiting occurrence came due while the job was registered here, and no
+// later claim of the removed job will report it missed: it is reported
+// skipped, as when its wait ends without the lease (SkipLocked).
 func (j *job) dropClaimWaiting(as *acts) {
 	st := &j.st
 	switch {
 	case st.forRun:
 		st.claiming, st.forRun = false, false
-		as.add(act{kind: actNote, f: st.claim, msg: "buffered occurrence dropped"})
+		as.add(act{kind: actSkip, f: st.claim, reason: SkipLocked})
 	case st.cancelBuf != nil:
 		st.cancelBuf() // its wait ends with lease.ErrAborted, and answers
 	}

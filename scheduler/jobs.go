@@ -51,13 +51,14 @@ func (s *Scheduler) Jobs() []JobInfo {
 
 // Remove stops firing the job registered as name on this replica: no new
 // occurrence of it starts here, a firing in flight or waiting (a buffered
-// occurrence, a catch-up) is dropped, a trigger that waits for it is
-// handed on to the replicas that still have it, and a run that executes
-// now finishes and releases its lease as usual. Other replicas go on
-// running the job. It fails with ErrUnknownJob for a name that is not
-// registered. The name may be registered again afterwards; while the
-// removed job's run still executes here, the job registered again does
-// not start another (SkipRunning).
+// occurrence, a catch-up) is dropped (a buffered occurrence, which came due
+// while the job was registered, is reported skipped: SkipLocked), a trigger
+// that waits for it is handed on to the replicas that still have it, and a
+// run that executes now finishes and releases its lease as usual. Other
+// replicas go on running the job. It fails with ErrUnknownJob for a name
+// that is not registered. The name may be registered again afterwards;
+// while the removed job's run still executes here, the job registered
+// again does not start another (SkipRunning).
 func (s *Scheduler) Remove(name string) error {
 	key, err := lease.NormalizeKey(JobKeyPrefix + name)
 	if err != nil {

@@ -187,6 +187,58 @@ func TestScheduler_Remove_StopsABufferedOccurrence(t *testing.T) {
 	})
 }
 
+// An OverlapBufferOne occurrence that Remove drops while it waits is
+// reported (SkipLocked, as when its wait ends without the lease), whether
+// it waited for the run here or for the job's lease elsewhere: it came due
+// while the replica had the job, and no claim of a later round will report
+// it missed once the job is gone.
+func TestScheduler_Remove_ReportsADroppedBufferedOccurrence(t *testing.T) {
+	for _, elsewhere := range []bool{false, true} {
+		name := "waiting for the run here"
+		if elsewhere {
+			name = "waiting for the lease elsewhere"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newMemoryStore(t, nil)
+				job := func(ctx context.Context) error {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Minute):
+					}
+					return nil
+				}
+				opts := []JobOption{WithOverlap(OverlapBufferOne), WithTTL(3 * time.Second)}
+				var ev events
+				s := newScheduler(t, store, WithObserver(ev.observe), WithInstanceID("b"))
+				require.NoError(t, s.Register("slow", Every(10*time.Second), job, opts...))
+				if elsewhere {
+					a := newScheduler(t, store, WithInstanceID("a"))
+					require.NoError(t, a.Register("slow", Every(10*time.Second), job, opts...))
+					require.NoError(t, a.Start())
+					time.Sleep(5 * time.Second) // a runs :00 (b, started later, never fired it)
+					defer shutdown(t, a)
+				}
+				require.NoError(t, s.Start())
+				time.Sleep(12 * time.Second) // the run of :00 goes on; :10 waits for it
+				require.NoError(t, s.Remove("slow"))
+				synctest.Wait()
+
+				started := ev.of(EventStarted)
+				require.Len(t, started, map[bool]int{false: 1, true: 0}[elsewhere], "b runs :00 unless a does")
+				skipped := ev.of(EventSkipped)
+				occ10 := time.Date(2000, 1, 1, 0, 0, 10, 0, time.UTC)
+				var found bool
+				for _, e := range skipped {
+					found = found || (e.Occurrence.Equal(occ10) && e.Reason == SkipLocked)
+				}
+				assert.True(t, found, "the buffered occurrence %s dropped by Remove is reported skipped (locked); skips: %v", occ10, skipped)
+				shutdown(t, s)
+			})
+		})
+	}
+}
+
 // Remove then Register of the same name keeps SkipRunning: while the
 // removed job's run still executes here (it ignores its context, and its
 // lease ran out after its timeout), the job registered again does not

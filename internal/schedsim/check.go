@@ -30,7 +30,7 @@ var Checks = map[string]string{
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
 	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free",
-	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and executed no attempt of it, found it free (and unpaused, the store up) before it expired",
+	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and neither claimed nor executed an attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
 	"pause-trigger":   "no trigger runs while its job is paused",
@@ -301,22 +301,54 @@ func (c *checker) covered(job string, a, b time.Time) (string, bool) {
 }
 
 // coveredIdle reports whether some live, reachable replica had job over
-// [a, b] and executed no attempt of it then: a replica never runs two of a
-// job at once, so one still executing an attempt (past its timeout or its
-// lease, say) cannot take a trigger until that attempt returns.
+// [a, b] and neither executed an attempt of it then nor claimed an
+// occurrence it then ran: a replica never runs two of a job at once, so one
+// still executing an attempt (past its timeout or its lease, say) cannot
+// take a trigger until that attempt returns; and a trigger waits behind the
+// claim in progress of a scheduled occurrence (it must claim a round after
+// it), so one retrying that claim through a failing store takes the
+// trigger only once the run it won returns.
 func (c *checker) coveredIdle(job string, a, b time.Time) (string, bool) {
 	return c.coveredBy(job, a, b, func(replica string) bool { return !c.executing(replica, job, a, b) })
 }
 
-// executing reports whether replica executed an attempt of job at some
-// instant of [a, b].
+// executing reports whether replica claimed or executed an attempt of job
+// at some instant of [a, b].
 func (c *checker) executing(replica, job string, a, b time.Time) bool {
 	for _, x := range c.h.Attempts {
-		if x.Job == job && x.Replica == replica && !x.Start.After(b) && c.orFar(x.execEnd()).After(a) {
+		if x.Job == job && x.Replica == replica && !c.claimedFrom(x).After(b) && c.orFar(x.execEnd()).After(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// claimedFrom returns when the claim of attempt x began, as far as the
+// history shows it: the first retry its replica reported of x's occurrence
+// (after the last failure it reported of it, which ended an earlier claim),
+// or else x's start.
+func (c *checker) claimedFrom(x *Attempt) time.Time {
+	if x.Trigger != "" {
+		return x.Start
+	}
+	var from time.Time
+	for _, e := range c.byOcc[x.Job][x.Occurrence.UnixMilli()] {
+		if e.E.Instance != x.Replica || e.At.After(x.Start) {
+			continue
+		}
+		switch e.E.Kind {
+		case scheduler.EventAcquireFailed:
+			from = time.Time{}
+		case scheduler.EventAcquireRetrying:
+			if from.IsZero() {
+				from = e.At
+			}
+		}
+	}
+	if from.IsZero() {
+		return x.Start
+	}
+	return from
 }
 
 func (c *checker) coveredBy(job string, a, b time.Time, able func(replica string) bool) (string, bool) {
