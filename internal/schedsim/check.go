@@ -29,7 +29,7 @@ var Checks = map[string]string{
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded, and a trigger runs at most once (wipes excepted)",
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
-	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free",
+	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing claimed it before the run ended",
 	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and neither claimed nor executed an attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
@@ -540,6 +540,14 @@ func (c *checker) catchUp() {
 		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
 			continue
 		}
+		if c.claimedBefore(a.Job, occ, e) {
+			// A replica's firing claimed occ (or a later occurrence)
+			// before the run returned: rounds increase, so a catch-up
+			// of occ can only be refused; the claim ran it, reported it
+			// (a skip, say shutdown while it waited for a slot) or died
+			// with it, which the reported check holds it to.
+			continue
+		}
 		if f := c.firstEventBy(a.Replica, a.Job, occ); !f.IsZero() && f.After(e) {
 			// The replica's clock (slow) reached occ only after the run
 			// returned: occ was not due there, so no catch-up was owed;
@@ -549,6 +557,17 @@ func (c *checker) catchUp() {
 		c.fail("catch-up", e, a.Job, "%s ended at %s after occurrence %s came due; it was not caught up before %s, though the job was free in between (events: %s)",
 			a, c.rel(e), occ.UTC().Format("15:04:05.000"), c.rel(end), c.describe(a.Job, occ))
 	}
+}
+
+// claimedBefore reports whether a scheduled claim (not a trigger's) won
+// job's lease for occurrence occ or a later one before t.
+func (c *checker) claimedBefore(job string, occ, t time.Time) bool {
+	for _, l := range c.leases[job] {
+		if l.Trigger == "" && l.Round >= occ.UnixMilli() && l.Acquired.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // firstEventBy returns when replica first reported something of
