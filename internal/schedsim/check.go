@@ -636,10 +636,17 @@ func (c *checker) triggers() {
 		}
 		if l := c.consumed(t); l != nil {
 			// A replica took it: it must run it, or say why not (a skip
-			// of the run's occurrence, its acquire time), or have died.
+			// of the run's occurrence), or have died. The run's occurrence
+			// is the round the store chose for the trigger's acquire (a
+			// round after every round claimed before it, so 1 ms after a
+			// round just claimed), or its acquire time when it chose none.
 			life := c.lives[l.Client]
+			occ := l.Acquired.UnixMilli()
+			if l.Round > 0 {
+				occ = l.Round
+			}
 			reported := false
-			for _, e := range c.byOcc[t.Job][l.Acquired.UnixMilli()] {
+			for _, e := range c.byOcc[t.Job][occ] {
 				reported = reported || e.E.Kind == scheduler.EventSkipped || e.E.Kind == scheduler.EventAcquireFailed
 			}
 			if !reported && life != nil && life.live(l.Acquired, l.Acquired.Add(slack)) {
