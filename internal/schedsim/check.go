@@ -636,10 +636,11 @@ func (c *checker) triggers() {
 		}
 		if l := c.consumed(t); l != nil {
 			// A replica took it: it must run it, or say why not (a skip
-			// of the run's occurrence), or have died. The run's occurrence
-			// is the round the store chose for the trigger's acquire (a
-			// round after every round claimed before it, so 1 ms after a
-			// round just claimed), or its acquire time when it chose none.
+			// of the run's occurrence), or have died before it gave the
+			// lease up. The run's occurrence is the round the store chose
+			// for the trigger's acquire (a round after every round claimed
+			// before it, so 1 ms after a round just claimed), or its
+			// acquire time when it chose none.
 			life := c.lives[l.Client]
 			occ := l.Acquired.UnixMilli()
 			if l.Round > 0 {
@@ -649,7 +650,14 @@ func (c *checker) triggers() {
 			for _, e := range c.byOcc[t.Job][occ] {
 				reported = reported || e.E.Kind == scheduler.EventSkipped || e.E.Kind == scheduler.EventAcquireFailed
 			}
-			if !reported && life != nil && life.live(l.Acquired, l.Acquired.Add(slack)) {
+			// It owes the report by the time it gives the lease up: one
+			// that died holding it (waiting for a slot of the job's limit,
+			// say) owes none.
+			owed := l.Acquired.Add(slack)
+			if end := c.heldUntil(l); end.After(owed) {
+				owed = end
+			}
+			if !reported && life != nil && life.live(l.Acquired, owed) {
 				c.fail("trigger", l.Acquired, t.Job, "trigger %s was taken by %s at %s but never ran, and nothing reported it",
 					shortID(t.ID), l.Client, c.rel(l.Acquired))
 			}
