@@ -81,9 +81,10 @@ type group struct {
 	plan plan                      // the first member's; every member's plan is equal to it
 	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
 
-	mu   sync.Mutex
-	jobs []*job // copied on write: a slice returned by members never changes
-	last int64  // the occurrence (Unix ms) of the group's latest firing; 0 before the first
+	mu     sync.Mutex
+	jobs   []*job    // copied on write: a slice returned by members never changes
+	last   int64     // the occurrence (Unix ms) of the group's latest firing; 0 before the first
+	lastAt time.Time // when that firing came, on the local clock (with its monotonic reading)
 }
 
 func (g *group) add(j *job) {
@@ -118,23 +119,33 @@ func (s *Scheduler) fireGroup(g *group) {
 
 // occurrence maps a firing of the group at local time now to its
 // occurrence: the latest schedule point at or before now (plan.occurrence),
-// unless the group fired that point already. gocron fires each scheduled
-// time once and sets each timer from the time it scheduled before, so such
-// a firing is the timer of the next point after the last one fired, set
-// on a clock that has since stepped back (NTP): it is that point's firing,
-// and its round is held to the usual skew by the store. Mapped to the
-// point already fired, it would be dropped as a duplicate and its own
-// occurrence would run nowhere, unreported.
+// unless the group fired that point already. Such a firing is one of two
+// things:
+//   - It comes at least half the gap after the group's last firing: gocron
+//     sets each timer from the time it scheduled before, so it is the timer
+//     of the next point after the last one fired, set on a clock that has
+//     since stepped back (NTP). It is that point's firing, and its round is
+//     held to the usual skew by the store. Mapped to the point already
+//     fired, it would be dropped as a duplicate and its own occurrence
+//     would run nowhere, unreported.
+//   - It comes sooner: the process was stopped (SIGSTOP, a long pause, CPU
+//     throttling) and gocron delivers its late firings in a burst. It is a
+//     duplicate of the last one, and the job drops it. Mapped forward, each
+//     would claim an occurrence ahead of time (refused as clock skew), and
+//     every later firing would map one more occurrence ahead.
 func (g *group) occurrence(now time.Time) (time.Time, time.Duration) {
 	occ, maxSkew := g.plan.occurrence(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.last != 0 && occ.UnixMilli() <= g.last {
-		if next := g.plan.next(time.UnixMilli(g.last)); !next.IsZero() {
+		last := time.UnixMilli(g.last)
+		if next := g.plan.next(last); !next.IsZero() && now.Sub(g.lastAt) >= next.Sub(last)/2 {
 			occ, maxSkew = g.plan.occurrence(next)
 		}
 	}
-	g.last = max(g.last, occ.UnixMilli())
+	if occ.UnixMilli() > g.last {
+		g.last, g.lastAt = occ.UnixMilli(), now
+	}
 	return occ, maxSkew
 }
 
