@@ -71,7 +71,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	triggers = n
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
-		s.closed(r, st)
+		s.afterClose(r, st)
 	}
 	if r.info.Trigger != "" {
 		s.announceDone(r, st)

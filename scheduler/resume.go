@@ -113,11 +113,11 @@ func (s *Scheduler) resumeAnswered(j *job, f firing, err error) {
 	}
 }
 
-// closed follows the release of run r, recorded as st: an occurrence
+// afterClose follows the release of run r, recorded as st: an occurrence
 // released open for an attempt at once is announced to the replicas that
 // have the job; one released given up is reported (the release recorded
 // it, once).
-func (s *Scheduler) closed(r *run, st fleet.Status) {
+func (s *Scheduler) afterClose(r *run, st fleet.Status) {
 	if r.attempts.Max == 0 {
 		return
 	}

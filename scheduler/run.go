@@ -90,8 +90,8 @@ type run struct {
 	missed int
 
 	// attempts is the occurrence's completion policy as its first attempt
-	// recorded it (attempts.go); its Max is 0 when the lease was taken
-	// without one: the run is its occurrence's only attempt.
+	// recorded it in the store (attempts.go); its Max is 0 when the lease
+	// was taken without one: the run is its occurrence's only attempt.
 	attempts lease.Attempts
 }
 
@@ -114,9 +114,7 @@ func (r *run) event(kind EventKind, err error) Event {
 // calls it, under its lock, before the run starts.
 func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 	occ := s.occ(f)
-	attempts, _ := s.attemptsOf(f.reg, occ) // for a resume, those its first attempt recorded
 	if f.kind == firedByTrigger {
-		attempts = lease.Attempts{} // a run now is attempted once
 		// A run now: the round the store chose (a store that chose none
 		// gives the run its start).
 		occ = l.AcquiredAt.In(s.cfg.location)
@@ -132,7 +130,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		done:  make(chan struct{}),
 		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
 			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger, Attempt: max(l.Attempt, 1)},
-		attempts: attempts,
+		attempts: l.Attempts, // as the store recorded them with the first attempt
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", lease.ShortID(l.ID)), slog.Any("fence", l.Fence)),
 	}
