@@ -273,7 +273,11 @@ func (c *checker) once() {
 					continue
 				}
 				for _, b := range list[i+1:] {
-					if !c.wipeIn(a.Start, b.Start) {
+					// A later attempt of the occurrence (completion: the
+					// success's release did not reach the store, so its
+					// record stayed running) is no second run of it as
+					// long as its effect does not commit again.
+					if !c.wipeIn(a.Start, b.Start) && committed(b) {
 						c.fail("once", b.Start, job, "%s started after %s had succeeded", b, a)
 					}
 				}
@@ -782,9 +786,41 @@ func (c *checker) registers() {
 	}
 }
 
+// committed reports whether attempt a committed a fenced write.
+func committed(a *Attempt) bool {
+	for _, w := range a.Writes {
+		if w.Committed {
+			return true
+		}
+	}
+	return false
+}
+
+// committedBefore reports whether an attempt of a's job and occurrence
+// other than a committed a fenced write before t.
+func (c *checker) committedBefore(a *Attempt, t time.Time) bool {
+	for _, b := range c.h.Attempts {
+		if b == a || b.Job != a.Job || !b.Occurrence.Equal(a.Occurrence) {
+			continue
+		}
+		for _, w := range b.Writes {
+			if w.Committed && w.At.Before(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c *checker) writes() {
 	for _, a := range c.h.Attempts {
 		for _, w := range a.Writes {
+			// A later attempt of an occurrence whose earlier attempt
+			// committed (and was interrupted, or its release lost) is
+			// refused as a duplicate: the effect is done once.
+			if w.Duplicate && c.committedBefore(a, w.At) {
+				continue
+			}
 			if w.Guarded && !w.Committed && !c.wipeIn(c.h.Start, w.At) {
 				c.fail("write", w.At, a.Job, "%s: its fenced write at %s, while it was guarded, was refused: %s", a, c.rel(w.At), w.Err)
 			}

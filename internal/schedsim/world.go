@@ -617,7 +617,7 @@ func (w *world) write(ctx context.Context, inc *incarnation, a *Attempt) {
 	}
 	guarded := ctx.Err() == nil
 	err := writeOnce(ctx, w.db, w.fence, a.Job)
-	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil}
+	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil, Duplicate: errors.Is(err, fencing.ErrDuplicate)}
 	if err != nil {
 		wr.Err = err.Error()
 	}
