@@ -289,7 +289,10 @@ func (c *checker) once() {
 				l := c.leaseOf(a)
 				unreleased := l != nil && l.Released.IsZero()
 				for _, b := range list[i+1:] {
-					if unreleased && b.Attempt > 1 {
+					// After a success whose release never reached the
+					// store, a later attempt is no second run as long as
+					// its effect does not commit again.
+					if unreleased && b.Attempt > 1 && !committed(b) {
 						continue
 					}
 					if !c.wipeIn(a.Start, b.Start) {
@@ -801,22 +804,40 @@ func (c *checker) registers() {
 	}
 }
 
-func (c *checker) writes() {
-	committed := make(map[string]map[int64]bool) // by job, the scheduled occurrences whose effect an attempt committed
-	for _, a := range c.h.Attempts {
-		for _, w := range a.Writes {
-			if w.Committed && a.Trigger == "" {
-				if committed[a.Job] == nil {
-					committed[a.Job] = make(map[int64]bool)
-				}
-				committed[a.Job][a.Occurrence.UnixMilli()] = true
+// committed reports whether attempt a committed a fenced write.
+func committed(a *Attempt) bool {
+	for _, w := range a.Writes {
+		if w.Committed {
+			return true
+		}
+	}
+	return false
+}
+
+// committedBefore reports whether an attempt of a's job and occurrence
+// other than a committed a fenced write before t.
+func (c *checker) committedBefore(a *Attempt, t time.Time) bool {
+	for _, b := range c.h.Attempts {
+		if b == a || b.Job != a.Job || !b.Occurrence.Equal(a.Occurrence) {
+			continue
+		}
+		for _, w := range b.Writes {
+			if w.Committed && w.At.Before(t) {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+func (c *checker) writes() {
 	for _, a := range c.h.Attempts {
 		for _, w := range a.Writes {
-			if a.Attempt > 1 && a.Trigger == "" && committed[a.Job][a.Occurrence.UnixMilli()] && strings.Contains(w.Err, "duplicate") {
-				continue // a later attempt of an occurrence whose effect was made: refused as done
+			// A later attempt of an occurrence whose earlier attempt
+			// committed (and was interrupted, or its release lost) is
+			// refused as a duplicate: the effect is done once.
+			if w.Duplicate && c.committedBefore(a, w.At) {
+				continue
 			}
 			if w.Guarded && !w.Committed && !c.wipeIn(c.h.Start, w.At) {
 				c.fail("write", w.At, a.Job, "%s: its fenced write at %s, while it was guarded, was refused: %s", a, c.rel(w.At), w.Err)

@@ -103,6 +103,7 @@ type Write struct {
 	At        time.Time
 	Guarded   bool // the attempt's context was not done when it wrote
 	Committed bool
+	Duplicate bool // refused with fencing.ErrDuplicate: the occurrence's effect was committed already
 	Err       string
 }
 

@@ -622,7 +622,7 @@ func (w *world) write(ctx context.Context, inc *incarnation, a *Attempt) error {
 	}
 	guarded := ctx.Err() == nil
 	err := writeOnce(ctx, w.db, w.fence, a.Job)
-	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil}
+	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil, Duplicate: errors.Is(err, fencing.ErrDuplicate)}
 	if err != nil {
 		wr.Err = err.Error()
 	}
