@@ -164,8 +164,10 @@ const (
 // is its context's cause (nil while not cancelled).
 func endOf(r *run, end *exit, cause error) attemptEnd {
 	switch {
-	case end.how == exitReturned && (end.err == nil || errors.Is(end.err, fencing.ErrDuplicate)):
-		return endSucceeded
+	case end.how == exitReturned && errors.Is(end.err, fencing.ErrDuplicate):
+		return endSucceeded // an earlier attempt committed the effect
+	case end.how == exitReturned && end.err == nil && !r.timedOut.Load():
+		return endSucceeded // nil after the timeout is a timeout, as its report says
 	case end.how == exitReturned && !r.timedOut.Load() &&
 		(errors.Is(cause, ErrShutdown) || errors.Is(cause, heartbeat.ErrLeaseLost) || errors.Is(cause, heartbeat.ErrLeaseUnconfirmed)):
 		return endInterrupted
