@@ -214,8 +214,10 @@ func WithRegistryRefresh(d time.Duration) Option {
 
 // WithoutControlPlane keeps this replica out of the fleet's control plane
 // even when the lease store offers one: no registry entry, no triggers, no
-// run status. Pauses are still honoured: they are checked by the lease
-// acquire itself.
+// run status, and no completion: an interrupted run is reported
+// interrupted and its occurrence is not resumed, a failure is not retried
+// (WithAttempts, WithRetry need the control plane's store). Pauses are
+// still honoured: they are checked by the lease acquire itself.
 func WithoutControlPlane() Option {
 	return func(c *config) error {
 		c.registryRefresh = -1
@@ -252,6 +254,9 @@ type jobConfig struct {
 	errorClassOnly bool
 	overlap        OverlapPolicy     // WithOverlap
 	limit          *concurrencyLimit // WithConcurrencyLimit; nil: none
+	attempts       int               // WithAttempts, WithRetry
+	retry          *retryPolicy      // WithRetry; nil: failures are not retried
+	attemptWindow  time.Duration     // WithAttemptWindow; 0: until the next occurrence
 }
 
 // WithTTL sets the job lease's time to live. Default: DefaultTTL (30s).

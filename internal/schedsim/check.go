@@ -26,7 +26,7 @@ var Checks = map[string]string{
 	"overlap":         "no two attempts of one job are guarded (called and their context not done) at once, unless the store lost its data between their starts",
 	"replica-overlap": "a replica never executes two attempts of one job at once",
 	"guarded":         "an attempt's context is done by the time its lease stops being live in the store (unless a wipe took the lease)",
-	"once":            "no attempt of an occurrence starts after an attempt of it succeeded, and a trigger runs at most once (wipes excepted)",
+	"once":            "no attempt of an occurrence starts after an attempt of it succeeded and released its lease, and a trigger runs at most once (wipes excepted)",
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
 	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing claimed it before the run ended",
@@ -38,6 +38,9 @@ var Checks = map[string]string{
 	"register":        "Register of a job not registered on the replica succeeds when no job registered there shares its concurrency limit",
 	"write":           "a fenced write (fencing.AdvanceOnce) of a guarded attempt is never refused, wipes excepted",
 	"shutdown":        "every Shutdown returns within its context's bound and a second",
+	"completion":      "an occurrence with a completion record ends done (succeeded, or failed without WithRetry) or is reported given up; an open one is attempted again, or given up, within a few seconds of when it could be, while a replica that has the job is live (wipes, outages and the end of the simulation excepted)",
+	"given-up-once":   "an occurrence is reported given up at most once, fleet-wide",
+	"given-up-done":   "no occurrence is reported given up after an attempt of it succeeded and released its lease",
 }
 
 // slack is how long the checker allows for what happens "at once" in the
@@ -92,6 +95,7 @@ func Check(h *History) []Violation {
 	c.registers()
 	c.writes()
 	c.shutdowns()
+	c.completion()
 	sort.SliceStable(c.out, func(a, b int) bool { return c.out[a].At.Before(c.out[b].At) })
 	return c.out
 }
@@ -246,8 +250,14 @@ func (c *checker) guarded() {
 	}
 }
 
-// succeeded reports whether the attempt's end event says it succeeded.
+// succeeded reports whether the attempt's end event says it succeeded. An
+// attempt whose replica crashed while it ran did not: its function saw
+// the crash and returned, and the dying scheduler's report of it is not
+// the store's (its lease was never released, and its occurrence is open).
 func (c *checker) succeeded(a *Attempt) bool {
+	if !a.Crashed.IsZero() {
+		return false
+	}
 	for _, e := range c.byOcc[a.Job][a.Occurrence.UnixMilli()] {
 		if e.E.Kind == scheduler.EventSucceeded && e.E.Fence == a.Fence {
 			return true
@@ -272,7 +282,19 @@ func (c *checker) once() {
 				if !c.succeeded(a) {
 					continue
 				}
+				// A success whose release never reached the store left
+				// the occurrence's record running: once its lease ran
+				// out, the occurrence is resumed (its effect, already
+				// committed, is refused as a duplicate).
+				l := c.leaseOf(a)
+				unreleased := l != nil && l.Released.IsZero()
 				for _, b := range list[i+1:] {
+					// After a success whose release never reached the
+					// store, a later attempt is no second run as long as
+					// its effect does not commit again.
+					if unreleased && b.Attempt > 1 && !committed(b) {
+						continue
+					}
 					if !c.wipeIn(a.Start, b.Start) {
 						c.fail("once", b.Start, job, "%s started after %s had succeeded", b, a)
 					}
@@ -782,9 +804,41 @@ func (c *checker) registers() {
 	}
 }
 
+// committed reports whether attempt a committed a fenced write.
+func committed(a *Attempt) bool {
+	for _, w := range a.Writes {
+		if w.Committed {
+			return true
+		}
+	}
+	return false
+}
+
+// committedBefore reports whether an attempt of a's job and occurrence
+// other than a committed a fenced write before t.
+func (c *checker) committedBefore(a *Attempt, t time.Time) bool {
+	for _, b := range c.h.Attempts {
+		if b == a || b.Job != a.Job || !b.Occurrence.Equal(a.Occurrence) {
+			continue
+		}
+		for _, w := range b.Writes {
+			if w.Committed && w.At.Before(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c *checker) writes() {
 	for _, a := range c.h.Attempts {
 		for _, w := range a.Writes {
+			// A later attempt of an occurrence whose earlier attempt
+			// committed (and was interrupted, or its release lost) is
+			// refused as a duplicate: the effect is done once.
+			if w.Duplicate && c.committedBefore(a, w.At) {
+				continue
+			}
 			if w.Guarded && !w.Committed && !c.wipeIn(c.h.Start, w.At) {
 				c.fail("write", w.At, a.Job, "%s: its fenced write at %s, while it was guarded, was refused: %s", a, c.rel(w.At), w.Err)
 			}

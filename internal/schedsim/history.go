@@ -66,6 +66,7 @@ type Attempt struct {
 	Fence      fencing.Token
 	Trigger    string
 	CatchUp    bool
+	Attempt    int // the run's attempt at its occurrence (scheduler.Run.Attempt)
 	Behaviour  string
 
 	Start     time.Time
@@ -102,6 +103,7 @@ type Write struct {
 	At        time.Time
 	Guarded   bool // the attempt's context was not done when it wrote
 	Committed bool
+	Duplicate bool // refused with fencing.ErrDuplicate: the occurrence's effect was committed already
 	Err       string
 }
 
@@ -115,6 +117,9 @@ type LeaseRec struct {
 	Round     int64
 	PrevRound int64
 	Trigger   string
+	Attempt   int       // the attempt this lease is (lease.Lease.Attempt)
+	Max       int       // the occurrence's attempts in total as the store recorded them; 0: no completion record
+	Deadline  time.Time // no attempt of the occurrence starts at or after it (Max > 0)
 	Acquired  time.Time
 	Expires   time.Time // the latest expiry the store set (acquire or extend)
 	Released  time.Time // zero if never released
@@ -194,7 +199,8 @@ func (r *recorder) acquired(client string, epoch int, l *lease.Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lr := &LeaseRec{Client: client, Epoch: epoch, Key: l.Key, id: l.ID, Fence: l.Fence, Round: l.Round,
-		PrevRound: l.PrevRound, Trigger: l.Trigger, Acquired: time.Now(), Expires: l.ExpiresAt}
+		PrevRound: l.PrevRound, Trigger: l.Trigger, Attempt: l.Attempt, Max: l.Attempts.Max, Deadline: l.Attempts.Deadline,
+		Acquired: time.Now(), Expires: l.ExpiresAt}
 	r.h.Leases = append(r.h.Leases, lr)
 	r.ids[l.ID] = lr
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/scheduler"
 )
@@ -28,6 +30,15 @@ type JobSpec struct {
 	BufferOne bool
 	Limit     string // the concurrency limit's name; "" for none
 	LimitN    int
+
+	// Completion policy: Attempts in total (0: the scheduler's default,
+	// 1: completion off), failures retried (Retry, waiting RetryAfter
+	// between attempts), and the attempt window (0: until the next
+	// occurrence).
+	Attempts   int
+	Retry      bool
+	RetryAfter time.Duration
+	Window     time.Duration
 
 	// Mix weighs the behaviours of its runs: ok, long, fail, panic,
 	// goexit, stubborn (ignores its context).
@@ -72,6 +83,15 @@ func (j *JobSpec) options(limitN int) []scheduler.JobOption {
 	}
 	if j.Limit != "" {
 		opts = append(opts, scheduler.WithConcurrencyLimit(j.Limit, limitN))
+	}
+	switch {
+	case j.Retry:
+		opts = append(opts, scheduler.WithRetry(j.Attempts, backoff.NewConstantBackOff(j.RetryAfter)))
+	case j.Attempts > 0:
+		opts = append(opts, scheduler.WithAttempts(j.Attempts))
+	}
+	if j.Window > 0 {
+		opts = append(opts, scheduler.WithAttemptWindow(j.Window))
 	}
 	return opts
 }
@@ -155,18 +175,44 @@ func genJob(rng *rand.Rand, i int, start time.Time, full bool) JobSpec {
 	return j
 }
 
+// genPolicy draws job j's completion policy from its own generator (seed
+// and job name), so that the draws of genJob, and so every seed's jobs,
+// stay as they were before completion existed.
+func genPolicy(seed int64, j *JobSpec) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "policy|%s", j.Name)
+	rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+	switch k := rng.IntN(10); {
+	case k < 4: // the default: 3 attempts for interrupted ones
+	case k < 5:
+		j.Attempts = 1
+	case k < 7:
+		j.Attempts = 2 + rng.IntN(4)
+	default:
+		j.Attempts, j.Retry = 2+rng.IntN(3), true
+		j.RetryAfter = time.Duration(rng.IntN(3000)) * time.Millisecond
+	}
+	if rng.IntN(5) == 0 {
+		j.Window = time.Duration(float64(j.Gap) * (0.5 + 2*rng.Float64())).Truncate(time.Millisecond)
+	}
+}
+
 // behaviour is what one run does.
 type behaviour struct {
 	kind int
 	d    time.Duration // how long it works before it ends as kind says
 }
 
-// behaviourOf returns what the run of job j for (occurrence, trigger)
-// does: a function of the seed and the run alone, so that it does not
-// depend on which replica runs it or when.
-func behaviourOf(seed int64, j *JobSpec, occ time.Time, trigger string) behaviour {
+// behaviourOf returns what attempt of the run of job j for (occurrence,
+// trigger) does: a function of the seed and the run alone, so that it does
+// not depend on which replica runs it or when. A later attempt draws anew
+// (a retried failure may succeed).
+func behaviourOf(seed int64, j *JobSpec, occ time.Time, trigger string, attempt int) behaviour {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s|%d|%s", j.Name, occ.UnixMilli(), trigger)
+	if attempt > 1 {
+		fmt.Fprintf(h, "|%d", attempt)
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 	total := 0
 	for _, w := range j.Mix {

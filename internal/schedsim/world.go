@@ -117,6 +117,7 @@ func Run(cfg Config) (*History, error) {
 	}
 	for i := range nJobs {
 		w.jobs = append(w.jobs, genJob(w.rng, i, start, cfg.Full))
+		genPolicy(cfg.Seed, &w.jobs[len(w.jobs)-1])
 	}
 	h.Jobs = w.jobs
 	h.Replicas = nReplicas
@@ -556,9 +557,9 @@ func (w *world) jobFunc(inc *incarnation, reg *Reg, spec *JobSpec) func(context.
 			}
 			w.mu.Unlock()
 		}
-		b := behaviourOf(w.cfg.Seed, spec, run.Occurrence, key)
+		b := behaviourOf(w.cfg.Seed, spec, run.Occurrence, key, run.Attempt)
 		a := &Attempt{Job: spec.Name, Replica: inc.life.ID, Reg: reg.N, Occurrence: run.Occurrence, Fence: run.Fence,
-			Trigger: run.Trigger, CatchUp: run.CatchUp, Behaviour: behaviourNames[b.kind], Start: time.Now()}
+			Trigger: run.Trigger, CatchUp: run.CatchUp, Attempt: run.Attempt, Behaviour: behaviourNames[b.kind], Start: time.Now()}
 		w.rec.with(func(h *History) {
 			w.attemptN++
 			a.N = w.attemptN
@@ -577,7 +578,11 @@ func (w *world) jobFunc(inc *incarnation, reg *Reg, spec *JobSpec) func(context.
 				}
 			})
 		}()
-		w.write(ctx, inc, a)
+		if err := w.write(ctx, inc, a); errors.Is(err, fencing.ErrDuplicate) && a.Attempt > 1 {
+			// An earlier attempt committed the occurrence's effect: this
+			// one is done, as a job written for completion says.
+			return err
+		}
 		timer := time.NewTimer(b.d)
 		defer timer.Stop()
 		done := ctx.Done()
@@ -608,18 +613,19 @@ func (w *world) jobFunc(inc *incarnation, reg *Reg, spec *JobSpec) func(context.
 }
 
 // write commits the attempt's effect through fencing, unless its replica
-// is dead.
-func (w *world) write(ctx context.Context, inc *incarnation, a *Attempt) {
+// is dead, and returns what fencing answered.
+func (w *world) write(ctx context.Context, inc *incarnation, a *Attempt) error {
 	select {
 	case <-inc.dead:
-		return
+		return nil
 	default:
 	}
 	guarded := ctx.Err() == nil
 	err := writeOnce(ctx, w.db, w.fence, a.Job)
-	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil}
+	wr := Write{At: time.Now(), Guarded: guarded, Committed: err == nil, Duplicate: errors.Is(err, fencing.ErrDuplicate)}
 	if err != nil {
 		wr.Err = err.Error()
 	}
 	w.rec.with(func(*History) { a.Writes = append(a.Writes, wr) })
+	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/internal/leasekit"
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/leasetest"
 	"github.com/cronguard/cronguard/scheduler"
@@ -45,6 +46,14 @@ func TestStore_Cluster(t *testing.T) {
 		})
 	})
 	t.Run("SemaphoreWaiters", func(t *testing.T) { testClusterSemaphores(t, c, client) })
+	t.Run("CompletionConformance", func(t *testing.T) {
+		leasetest.RunCompletion(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix(uniquePrefix()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+	})
+	t.Run("CompletionIndex", func(t *testing.T) { testClusterCompletionIndex(t, client) })
 	t.Run("FairConformance", func(t *testing.T) {
 		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
 			st, err := New(client, WithPrefix(uniquePrefix()))
@@ -234,4 +243,40 @@ func inRanges(slot int, ranges [][2]int) bool {
 		}
 	}
 	return false
+}
+
+// The index of open occurrences has a slot of its own: a release with
+// attempts pipelines its script (the job's slot) with the index command
+// (the index's slot), and due.lua, GiveUp and the resume reach both,
+// whichever nodes they are on.
+func testClusterCompletionIndex(t *testing.T, client rueidis.Client) {
+	ctx := t.Context()
+	st, err := New(client, WithPrefix(uniquePrefix()))
+	require.NoError(t, err)
+	keys := append([]string(nil), clusterKeys...)
+	for i := len(keys); i < 30; i++ {
+		keys = append(keys, fmt.Sprintf("job-%d", i))
+	}
+	a := lease.Attempts{Max: 2, Deadline: time.Now().Add(time.Hour)}
+	for _, k := range keys {
+		l, err := st.Acquire(ctx, k, 30*time.Second, lease.WithRound(5), lease.WithAttempts(a), lease.WithPauseCheck())
+		require.NoError(t, err, "acquire %q", k)
+		_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{Outcome: fleet.OutcomeFailed, Close: fleet.CloseOpen})
+		require.NoError(t, err, "release %q", k)
+	}
+	due, err := st.DueOccurrences(ctx, 1000)
+	require.NoError(t, err)
+	require.Len(t, due, len(keys), "every occurrence released open is due")
+	for _, d := range due {
+		l, err := st.Acquire(ctx, d.Key, 30*time.Second, lease.WithResume(d.Round), lease.WithPauseCheck())
+		require.NoError(t, err, "resume %q", d.Key)
+		assert.Equal(t, 2, l.Attempt)
+		require.NoError(t, l.Release(ctx)) // interrupted: no attempt remains
+		ok, err := st.GiveUp(ctx, d.Key, d.Round)
+		require.NoError(t, err, "give up %q", d.Key)
+		assert.True(t, ok, "give up %q", d.Key)
+	}
+	due, err = st.DueOccurrences(ctx, 1000)
+	require.NoError(t, err)
+	assert.Empty(t, due, "GiveUp removed every entry")
 }

@@ -181,6 +181,52 @@ func BenchmarkScriptCost(b *testing.B) {
 		})
 		round += int64(i/len(keys)) + 2
 	})
+	b.Run("SchedulerRunAttempts", func(b *testing.B) {
+		// SchedulerRun for a job with completion records: the acquire
+		// also writes the occurrence's record (SET ... GET of the old
+		// one), and the release closes it done, with a ZREM of the index
+		// entry pipelined in the same round trip.
+		a := lease.Attempts{Max: 3, Deadline: time.Now().Add(time.Hour)}
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, keys[i%len(keys)], ttl, lease.WithRound(round+int64(i/len(keys))+1), lease.WithPauseCheck(), lease.WithAttempts(a))
+			must(err)
+			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Replica: "replica-1", Attempt: 1, Fence: l.Fence,
+				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "succeeded", Close: fleet.CloseDone,
+			})
+			must(err)
+		})
+		round += int64(i/len(keys)) + 2
+	})
+	b.Run("SchedulerResume", func(b *testing.B) {
+		// An attempt after the first: the resume (acquire_resume.lua, with
+		// the pause check), then a release that leaves the occurrence
+		// open for the next one (release_status.lua reads TIME for the
+		// backoff; a ZADD of the index entry rides in the same round
+		// trip). Each key's occurrence allows lease.MaxAttempts attempts.
+		round++
+		a := lease.Attempts{Max: lease.MaxAttempts, Deadline: time.Now().Add(time.Hour)}
+		resumeKeys := make([]string, 64)
+		for j := range resumeKeys {
+			resumeKeys[j] = "job:resume-" + strconv.Itoa(j)
+			l, err := st.Acquire(ctx, resumeKeys[j], ttl, lease.WithRound(round), lease.WithAttempts(a))
+			must(err)
+			must(l.Release(ctx))
+		}
+		i := 0
+		run(b, 2, func() {
+			i++
+			l, err := st.Acquire(ctx, resumeKeys[i%len(resumeKeys)], ttl, lease.WithResume(round), lease.WithPauseCheck())
+			must(err)
+			_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{
+				Occurrence: time.UnixMilli(round), Owner: "replica-1/job", Replica: "replica-1", Attempt: l.Attempt, Fence: l.Fence,
+				Started: l.AcquiredAt, Duration: 1500 * time.Millisecond, Outcome: "failed", Error: "boom", Close: fleet.CloseOpen,
+			})
+			must(err)
+		})
+	})
 	l, err := st.Acquire(ctx, "job:extend", ttl)
 	must(err)
 	b.Run("Extend/ByID", func(b *testing.B) {

@@ -1,0 +1,156 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/lease/redislease"
+	"github.com/cronguard/cronguard/testutil"
+)
+
+// Finding open occurrences costs each replica the same store commands per
+// period whatever the number of jobs: 3 replicas with 100 idle jobs each,
+// and with 10,000, read the fleet's index once per period each (one
+// script: TIME and ZRANGEBYSCORE), and nothing else. Each replica's fake
+// clock is advanced one period at a time; the registry's refresh (an hour)
+// and the jobs (daily) do not come due.
+func TestScheduler_Resume_DetectionIsConstant(t *testing.T) {
+	t.Parallel()
+	const replicas, periods = 3, 5
+	perPeriod := func(t *testing.T, jobs int) map[string]float64 {
+		srv := testutil.StartRedis(t)
+		admin := srv.Client(t)
+		clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 12, 0, 0, 500_000_000, time.UTC))
+		for r := range replicas {
+			store, err := redislease.New(srv.Client(t))
+			require.NoError(t, err)
+			s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("r%d", r)), WithRegistryRefresh(time.Hour), WithClock(clock))
+			for i := range jobs {
+				require.NoError(t, s.Register(fmt.Sprintf("job-%05d", i), Every(24*time.Hour), func(context.Context) error { return nil }))
+			}
+			require.NoError(t, s.Start())
+		}
+		waitUntilHolds(t, "every replica is in the registry, subscribed, and has looked for waiting triggers (one read per job)", func() bool {
+			n, err := admin.Do(t.Context(), admin.B().Zcard().Key("cronguard:fleet:{fleet}:replicas").Build()).AsInt64()
+			return err == nil && n == replicas && callsByCommand(t, admin)["lrange"] >= int64(replicas*jobs)
+		})
+		clock.Advance(resumePoll) // a first period loads the script on each replica's connection
+		waitUntilHolds(t, "a first period", func() bool { return callsByCommand(t, admin)["zrangebyscore"] >= replicas })
+		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
+		for i := int64(1); i <= periods; i++ {
+			clock.Advance(resumePoll)
+			waitUntilHolds(t, fmt.Sprintf("period %d of %d", i, periods), func() bool {
+				return callsByCommand(t, admin)["zrangebyscore"] >= i*replicas
+			})
+		}
+		calls := callsByCommand(t, admin)
+		out := map[string]float64{}
+		for name, c := range calls {
+			switch name {
+			case "config|resetstat", "info", "zcard", "ping", "hello": // the test's own, and the clients' keep-alive and (re)connections
+			default:
+				out[name] = float64(c) / (periods * replicas)
+			}
+		}
+		return out
+	}
+	few := perPeriod(t, 100)
+	many := perPeriod(t, 10_000)
+	want := map[string]float64{"evalsha": 1, "time": 1, "zrangebyscore": 1}
+	assert.Equal(t, want, few, "commands per replica per period with 100 jobs")
+	assert.Equal(t, want, many, "commands per replica per period with 10,000 jobs")
+}
+
+// On a real redis-server: a replica that shuts down during a run releases
+// it open and says so; another replica resumes it as attempt 2 within 2s,
+// and the effect commits once. A replica cut off from Redis during a run
+// (its heartbeat and release never arrive) is resumed within TTL + 2s.
+func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	for _, tc := range []struct {
+		name  string
+		bound time.Duration
+		crash bool
+	}{
+		{"ShutdownDuringARun", 2 * time.Second, false},
+		{"DeadHolder", ttl + 2*time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := testutil.StartRedis(t)
+			proxy := testutil.NewProxy(t, srv.Addr)
+			viaProxy, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
+			require.NoError(t, err)
+			t.Cleanup(viaProxy.Close)
+			storeA, err := redislease.New(viaProxy)
+			require.NoError(t, err)
+			storeB, err := redislease.New(srv.Client(t))
+			require.NoError(t, err)
+
+			log, fx := newAttemptLog(), newEffects()
+			job := func(ctx context.Context) error {
+				r, i := log.begin(ctx)
+				if r.Replica == "a" {
+					<-ctx.Done()
+					return log.end(i, context.Cause(ctx))
+				}
+				return log.end(i, fx.commit(r))
+			}
+			var evA events
+			a := newScheduler(t, storeA, WithInstanceID("a"), WithObserver(evA.observe))
+			// The hour's occurrence is caught up at Start: a round claim
+			// with attempts, as a scheduled one.
+			opts := []JobOption{WithTTL(ttl), WithCatchUp(time.Hour)}
+			require.NoError(t, a.Register("nightly", Every(time.Hour), job, opts...))
+			require.NoError(t, a.Start())
+			first := waitRun(t, log)
+			require.Equal(t, "a", first.Replica)
+			b := newScheduler(t, storeB, WithInstanceID("b"))
+			require.NoError(t, b.Register("nightly", Every(time.Hour), job, opts...))
+			require.NoError(t, b.Start())
+			time.Sleep(1500 * time.Millisecond) // b subscribed; a's lease renewed (real time: the store's clock)
+
+			if tc.crash {
+				proxy.Blackhole()
+			} else {
+				shutdown(t, a)
+			}
+			cut := time.Now()
+			second := waitRun(t, log)
+			took := time.Since(cut)
+
+			assert.Equal(t, "b", second.Replica)
+			assert.Equal(t, 2, second.Attempt)
+			assert.True(t, second.Occurrence.Equal(first.Occurrence))
+			assert.Greater(t, second.Fence, first.Fence)
+			assert.LessOrEqual(t, took, tc.bound, "resumed within %s", tc.bound)
+			waitUntilHolds(t, "b's attempt ended", func() bool { return b.Stats().Succeeded == 1 })
+			assert.Equal(t, 1, fx.count(), "the effect committed once")
+			if !tc.crash {
+				require.Len(t, evA.of(EventInterrupted), 1)
+				assert.Empty(t, evA.of(EventFailed))
+			}
+			proxy.Restore()
+		})
+	}
+}
+
+// waitRun waits for the next attempt of log to start.
+func waitRun(t *testing.T, log *attemptLog) Run {
+	t.Helper()
+	select {
+	case r := <-log.started:
+		return r
+	case <-time.After(redisWaitBound):
+		t.Fatal("no attempt started")
+		return Run{}
+	}
+}
