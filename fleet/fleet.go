@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -86,6 +87,54 @@ type Status struct {
 	// ledger reported when this run won its occurrence (the scheduler's
 	// EventMissed); 0 when none did.
 	Missed int
+	// Close is what the release does to the occurrence's completion record
+	// (ignored when the lease was acquired without lease.WithAttempts).
+	// Not stored with the status.
+	Close CloseKind
+	// RetryAfter, with CloseOpen: the next attempt may start this long
+	// after the release, in the store's time; 0: at once. Not stored with
+	// the status.
+	RetryAfter time.Duration
+}
+
+// CloseKind is what a release does to its occurrence's completion record
+// (Status.Close).
+type CloseKind int
+
+// The kinds of close.
+const (
+	// CloseDone: the occurrence is done; no attempt follows. The zero
+	// value.
+	CloseDone CloseKind = iota
+	// CloseOpen: the occurrence stays open for another attempt, after
+	// Status.RetryAfter.
+	CloseOpen
+	// CloseGivenUp: the occurrence is given up; no attempt follows.
+	CloseGivenUp
+)
+
+// String returns "done", "open" or "given_up".
+func (k CloseKind) String() string {
+	switch k {
+	case CloseDone:
+		return "done"
+	case CloseOpen:
+		return "open"
+	case CloseGivenUp:
+		return "given_up"
+	default:
+		return fmt.Sprintf("close(%d)", int(k))
+	}
+}
+
+// Due is an occurrence that may be attempted again, as the index of open
+// and running occurrences says (Store.DueOccurrences). The index is a
+// hint: the occurrence's completion record decides (lease.WithResume).
+type Due struct {
+	Key      string    // the job's lease key
+	Round    int64     // the occurrence's round
+	Deadline time.Time // its attempts' deadline (lease.Attempts.Deadline)
+	At       time.Time // when it may be attempted, in the store's time
 }
 
 // Pause says a job is paused fleet-wide.
@@ -173,6 +222,30 @@ type Store interface {
 	// fenced writes are safe from it. For operators; never automatic.
 	ForceRelease(ctx context.Context, key string) (lease.Info, error)
 
+	// IndexOccurrence adds or moves key's occurrence round in the index of
+	// open and running occurrences, to be looked at from at (store time).
+	// The scheduler calls it once a run with attempts has started (at =
+	// its lease's expiry + lease.ExpiryTolerance, so that a dead holder is
+	// found), and when a resume found the lease still live (at = now +
+	// Remaining). deadline is the occurrence's lease.Attempts.Deadline.
+	IndexOccurrence(ctx context.Context, key string, round int64, deadline, at time.Time) error
+	// DueOccurrences returns up to limit index entries due at the store's
+	// now (At at or before it), oldest first: one command whatever the
+	// number of jobs. limit must be positive.
+	DueOccurrences(ctx context.Context, limit int) ([]Due, error)
+	// UnindexOccurrence removes one entry from the index (done, given up,
+	// superseded, or not a job of this fleet any more). Removing an entry
+	// that is not there is not an error.
+	UnindexOccurrence(ctx context.Context, key string, round int64, deadline time.Time) error
+	// GiveUp marks key's occurrence round given up if its completion
+	// record is still open, or running with no live lease, and its
+	// deadline has passed or no attempt remains; it then pushes a
+	// "given_up" entry on the key's history, and reports whether this
+	// call did it (exactly one caller gets true). It removes the index
+	// entry unless the occurrence may still be attempted (deadline not
+	// passed, attempts remain, or a live lease holds the key).
+	GiveUp(ctx context.Context, key string, round int64) (bool, error)
+
 	// Publish sends m on the control channel.
 	Publish(ctx context.Context, m Message) error
 	// Subscribe calls fn with every Message on the control channel until
@@ -214,6 +287,10 @@ const (
 	MessageTrigger MessageKind = "trigger"
 	// MessageDone: the run of trigger Trigger on Key ended with Outcome.
 	MessageDone MessageKind = "done"
+	// MessageOpen: an attempt of Key's occurrence Round was released open
+	// and may be attempted at once (published by the scheduler after such
+	// a release, read by the replicas that have the job).
+	MessageOpen MessageKind = "open"
 	// MessageResync: the subscription was restored after it dropped;
 	// messages may have been missed. Set by Subscribe only.
 	MessageResync MessageKind = "resync"
@@ -226,6 +303,7 @@ type Message struct {
 	Trigger string // the trigger's ID
 	Outcome string // for MessageDone: the run's Status.Outcome
 	Error   string // for MessageDone: the run's Status.Error
+	Round   int64  // for MessageOpen: the occurrence's round
 }
 
 // Limits every Store enforces.

@@ -45,6 +45,13 @@ var (
 	// ErrNoTrigger: the acquire carried WithTrigger and no live trigger was
 	// pending for the key.
 	ErrNoTrigger = errors.New("lease: no trigger pending")
+	// ErrGivenUp: a resume (WithResume) found the occurrence out of attempts
+	// or past its deadline; the store marked it given up. Errors that wrap
+	// it are *GivenUpError values.
+	ErrGivenUp = errors.New("lease: occurrence given up")
+	// ErrNotDue: a resume (WithResume) came before the occurrence's backoff
+	// passed. Errors that wrap it are *NotDueError values.
+	ErrNotDue = errors.New("lease: attempt not due")
 	// ErrAcquireTimeout: Lock waited as long as it was allowed to and the key
 	// stayed locked.
 	ErrAcquireTimeout = errors.New("lease: acquire timed out")
@@ -112,6 +119,42 @@ func (e *LockedError) Error() string {
 // Is reports whether target is ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
+// GivenUpError is the error a resume (WithResume) returns when its
+// occurrence has no attempt left or its deadline has passed. The store
+// marks the occurrence given up in the same step, so First is true for
+// exactly one caller: the one that should report it.
+// errors.Is(err, ErrGivenUp) is true for it.
+type GivenUpError struct {
+	Round   int64 // the occurrence's round
+	Attempt int   // the last attempt made
+	First   bool  // this call marked the occurrence given up
+}
+
+// Error says which occurrence was given up after how many attempts.
+func (e *GivenUpError) Error() string {
+	return fmt.Sprintf("lease: acquire: round %d given up after attempt %d", e.Round, e.Attempt)
+}
+
+// Is reports whether target is ErrGivenUp.
+func (e *GivenUpError) Is(target error) bool { return target == ErrGivenUp }
+
+// NotDueError is the error a resume (WithResume) returns before the
+// occurrence's backoff has passed. errors.Is(err, ErrNotDue) is true for
+// it.
+type NotDueError struct {
+	// Remaining is how long until the next attempt may start, as the
+	// store saw it (at least 1ms).
+	Remaining time.Duration
+}
+
+// Error says how long until the next attempt is due.
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("lease: acquire: next attempt not due for %s", e.Remaining)
+}
+
+// Is reports whether target is ErrNotDue.
+func (e *NotDueError) Is(target error) bool { return target == ErrNotDue }
+
 // invalid returns an ErrInvalidArgument error naming the broken rule.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -119,7 +162,8 @@ func invalid(format string, args ...any) error {
 
 // Class names the sentinel err wraps with a short, stable word, for
 // metrics and logs: "locked", "claimed", "not_held", "not_found",
-// "clock_skew", "paused", "no_trigger", "invalid", "acquire_timeout",
+// "clock_skew", "paused", "no_trigger", "given_up", "not_due", "invalid",
+// "acquire_timeout",
 // "unavailable", "auth",
 // "timeout", "aborted" or "internal"; "" for nil and "other" for an error
 // that wraps none of them.
@@ -149,6 +193,8 @@ var classes = []struct {
 	{ErrClockSkew, "clock_skew"},
 	{ErrPaused, "paused"},
 	{ErrNoTrigger, "no_trigger"},
+	{ErrGivenUp, "given_up"},
+	{ErrNotDue, "not_due"},
 	{ErrInvalidArgument, "invalid"},
 	{ErrUnavailable, "unavailable"},
 	{ErrAuth, "auth"},

@@ -22,7 +22,10 @@ type Store interface {
 	// when a time round is too far ahead of the server's clock, and
 	// ErrNoTrigger when WithTrigger is given and no trigger is pending,
 	// checked in that order. A successful acquire with a round reports the
-	// round recorded before it (Lease.PrevRound).
+	// round recorded before it (Lease.PrevRound). With WithAttempts it also
+	// writes the occurrence's completion record; WithResume claims the
+	// next attempt of an open occurrence instead of a new round (its
+	// answers are listed there).
 	Acquire(ctx context.Context, key string, ttl time.Duration, opts ...AcquireOption) (*Lease, error)
 
 	// Extend sets the expiry of the lease with this ID to server-now + ttl
@@ -76,6 +79,20 @@ type Lease struct {
 	// Trigger is the ID of the trigger the acquire consumed (WithTrigger),
 	// or "".
 	Trigger string
+	// Attempt is the acquire's attempt at its occurrence: 1 for a first
+	// attempt or an acquire without WithAttempts, k+1 for a resume
+	// (WithResume) of an occurrence whose last attempt was k.
+	Attempt int
+	// Attempts is the occurrence's completion policy as the store recorded
+	// it (WithAttempts, or the record a resume continued); Max is 0 when
+	// the lease has no completion record, and ReleaseWithStatus (package
+	// fleet) then writes none.
+	Attempts Attempts
+	// Superseded is set by a round acquire with WithAttempts that found an
+	// earlier round's occurrence still open or running with no live lease:
+	// that occurrence will never complete. The store marked it given up in
+	// the same step, so exactly one acquire reports it. nil otherwise.
+	Superseded *Superseded
 	// Deadline is the local time, on the Store's clock, up to which the
 	// lease can be trusted: the moment the acquire request was sent, plus
 	// TTL, minus TTL/100 + 2ms (see LocalDeadline). It carries a monotonic reading when the clock
@@ -83,6 +100,13 @@ type Lease struct {
 	Deadline time.Time
 
 	store Store
+}
+
+// Superseded names an occurrence that a newer round's acquire gave up
+// (Lease.Superseded).
+type Superseded struct {
+	Round   int64 // the given-up occurrence's round
+	Attempt int   // its last attempt
 }
 
 // Attach returns l bound to s, so that l.Extend and l.Release go to s.

@@ -24,10 +24,55 @@ type AcquireOptions struct {
 	// Trigger makes the acquire consume a pending trigger of the key, and
 	// fail with ErrNoTrigger when none is pending (WithTrigger).
 	Trigger bool
+	// Attempts is the completion policy recorded with a round acquire's
+	// first attempt (WithAttempts); Attempts.Max is 0 without it.
+	Attempts Attempts
+	// Resume, when positive, makes the acquire claim the next attempt of
+	// that round (WithResume).
+	Resume int64
 
-	roundSet  bool // a round option was given (so a zero round is an error)
-	timeRound bool // the round came from WithRoundTime (so it needs a max skew)
+	roundSet    bool // a round option was given (so a zero round is an error)
+	timeRound   bool // the round came from WithRoundTime (so it needs a max skew)
+	attemptsSet bool // WithAttempts was given (so a zero policy is an error)
+	resumeSet   bool // WithResume was given (so a zero round is an error)
 }
+
+// Attempts is an occurrence's completion policy, recorded with its first
+// attempt (WithAttempts) and enforced by the store on every later one
+// (WithResume).
+type Attempts struct {
+	// Max is the number of attempts in total, from 1 (never attempted
+	// again) to MaxAttempts.
+	Max int
+	// Deadline is the store time at or after which no further attempt
+	// starts (a resume finds the occurrence given up). It bounds resumes
+	// only: the first attempt is the round acquire itself.
+	Deadline time.Time
+}
+
+// MaxAttempts bounds Attempts.Max.
+const MaxAttempts = 10_000
+
+// ValidateAttempts checks a completion policy: Max from 1 to MaxAttempts,
+// and a Deadline after the Unix epoch (a time a store keeps in Unix
+// milliseconds). It returns an ErrInvalidArgument error naming the rule.
+func ValidateAttempts(a Attempts) error {
+	if a.Max < 1 || a.Max > MaxAttempts {
+		return invalid("attempts max must be from 1 to %d, got %d", MaxAttempts, a.Max)
+	}
+	if a.Deadline.IsZero() {
+		return invalid("attempts deadline must be set")
+	}
+	if ms := a.Deadline.UnixMilli(); ms <= 0 || ms > maxDeadlineMs {
+		return invalid("attempts deadline must lie between the Unix epoch and the year 2255, got %s", a.Deadline.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// maxDeadlineMs is the latest deadline accepted, in Unix ms: the year the
+// 15-digit fence floor runs out (lease.FenceFloor), well inside what a
+// Lua number holds exactly.
+const maxDeadlineMs = 9_000_000_000_000
 
 // AcquireOption configures one Acquire call.
 type AcquireOption func(*AcquireOptions)
@@ -95,6 +140,34 @@ func WithTrigger() AcquireOption {
 	return func(o *AcquireOptions) { o.Trigger = true }
 }
 
+// WithAttempts makes a round acquire (WithRound or WithRoundTime) record
+// its occurrence as attempt 1, running, under policy a, so that the
+// occurrence can be attempted again (WithResume) until it is done. It is
+// invalid without a round, with WithTrigger or with WithResume, and a
+// policy that fails ValidateAttempts is invalid. A successful acquire that
+// finds an earlier round's occurrence still open or running (its holder
+// gone) marks that occurrence given up and reports it in Lease.Superseded,
+// once. Leases acquired without it write no completion record.
+func WithAttempts(a Attempts) AcquireOption {
+	return func(o *AcquireOptions) { o.Attempts, o.attemptsSet = a, true }
+}
+
+// WithResume makes the acquire claim the next attempt of round, which must
+// be the key's last claimed round: it succeeds only if the round's
+// completion record says the occurrence is open (released open, or running
+// with no live lease: its holder died), attempts remain, its deadline has
+// not passed and its backoff has. Its answers, in order of checks: ErrPaused
+// (with WithPauseCheck), ErrRoundClaimed (another round, or the occurrence
+// done or given up), *LockedError (a live lease holds the key),
+// *GivenUpError (no attempt remains or the deadline passed; the store marks
+// the occurrence given up in the same step), *NotDueError (its backoff has
+// not passed). A success issues a new, greater fence, with Lease.Round and
+// Lease.PrevRound equal to round and Lease.Attempt the next attempt. It
+// combines with WithOwner and WithPauseCheck only; round must be positive.
+func WithResume(round int64) AcquireOption {
+	return func(o *AcquireOptions) { o.Resume, o.resumeSet = round, true }
+}
+
 // MaxOwnerLen is the longest owner label accepted, in bytes.
 const MaxOwnerLen = 256
 
@@ -140,6 +213,28 @@ func ResolveAcquireOptions(opts []AcquireOption) (AcquireOptions, error) {
 	}
 	if o.Trigger && o.roundSet {
 		return o, invalid("a trigger acquire claims no round: WithTrigger and WithRound do not combine")
+	}
+	if o.attemptsSet {
+		if o.resumeSet {
+			return o, invalid("a resume continues the recorded policy: WithAttempts and WithResume do not combine")
+		}
+		if o.Trigger {
+			return o, invalid("a trigger acquire records no attempts: WithAttempts and WithTrigger do not combine")
+		}
+		if !o.roundSet {
+			return o, invalid("attempts need a round: WithAttempts needs WithRound or WithRoundTime")
+		}
+		if err := ValidateAttempts(o.Attempts); err != nil {
+			return o, err
+		}
+	}
+	if o.resumeSet {
+		if o.Resume <= 0 {
+			return o, invalid("resume round must be positive, got %d", o.Resume)
+		}
+		if o.roundSet || o.Trigger {
+			return o, invalid("a resume claims no new round: WithResume combines with WithOwner and WithPauseCheck only")
+		}
 	}
 	if o.timeRound && o.MaxSkew < time.Millisecond {
 		return o, invalid("max skew must be at least 1ms, got %s", o.MaxSkew)

@@ -51,8 +51,11 @@ var (
 // no occurrence until the store gives it one, retries for one TTL.
 func (s *Scheduler) retryUntil(f firing) time.Time {
 	reg := f.reg
-	if f.kind == firedByTrigger {
+	switch f.kind {
+	case firedByTrigger:
 		return s.cfg.clock.Now().Add(reg.ttl)
+	case firedByResume:
+		return minTime(s.cfg.clock.Now().Add(reg.ttl), s.attemptDeadline(reg, s.occ(f)))
 	}
 	occ := s.occ(f)
 	until := occ.Add(AtRetryWindow)
@@ -85,13 +88,22 @@ func isLocked(err error) bool {
 }
 
 // claimOptions are the acquire options of firing f: its round, or, for a
-// trigger, the trigger's acquire, whose round the store chooses. Both
-// honour a pause.
-func claimOptions(f firing) []lease.AcquireOption {
-	if f.kind == firedByTrigger {
+// trigger, the trigger's acquire, whose round the store chooses, or, for a
+// resume, the next attempt of its round. All honour a pause. A round
+// claim of a job whose occurrences are completed records its attempts
+// (attempts.go).
+func (s *Scheduler) claimOptions(f firing) []lease.AcquireOption {
+	switch f.kind {
+	case firedByTrigger:
 		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithTrigger(), lease.WithPauseCheck()}
+	case firedByResume:
+		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithResume(f.ms), lease.WithPauseCheck()}
 	}
-	return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
+	opts := []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
+	if a, ok := s.attemptsOf(f.reg, s.occ(f)); ok {
+		opts = append(opts, lease.WithAttempts(a))
+	}
+	return opts
 }
 
 // claim asks the store for the lease of j for firing f, retrying transient
@@ -115,12 +127,15 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 		backoff.WithMaxElapsedTime(0), // until bounds the retries
 		backoff.WithClockProvider(s.cfg.clock),
 	)
-	opts := claimOptions(f)
+	opts := s.claimOptions(f)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
 		l, err := s.store.Acquire(actx, j.key, f.reg.ttl, opts...)
 		cancel()
 		if err == nil || !transient(err) {
+			if f.kind == firedByResume {
+				s.resumeAnswered(j, f, err)
+			}
 			return l, err
 		}
 		left := until.Sub(s.cfg.clock.Now())
@@ -154,7 +169,7 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Lease, error) {
 	s.debug(j, s.occ(f), "occurrence waits for the job's running one to end (overlap policy: buffer one)")
 	until := s.retryUntil(f)
-	opts := claimOptions(f)
+	opts := s.claimOptions(f)
 	for {
 		left := until.Sub(s.cfg.clock.Now())
 		if left <= 0 {
@@ -206,6 +221,11 @@ func answer(as *acts, f firing, err error, stopping, removed bool) {
 		note("trigger waits: the job runs elsewhere; the replica running it takes the trigger when the run ends, or hands it on")
 	case f.kind == firedByTrigger && errors.Is(err, lease.ErrPaused):
 		note("trigger waits: the job is paused")
+	case f.kind == firedByResume:
+		// The fleet's index (or a message) said the occurrence was open;
+		// the store's record decided otherwise, or could not be read: the
+		// index brings it back while it is still open (resume.go).
+		note("open occurrence not resumed here: " + lease.Class(err))
 	case f.quiet() && (isLocked(err) || errors.Is(err, lease.ErrRoundClaimed) || errors.Is(err, lease.ErrPaused)):
 		note("nothing to catch up: the occurrence (or a later one) was claimed, the job is running, or it is paused")
 	case errors.Is(err, lease.ErrPaused):

@@ -63,6 +63,17 @@ const (
 	// different schedule or options (Conflict): the two disagree on when
 	// or how it runs. Logged as an error; reported once per conflict.
 	EventConflict
+	// EventInterrupted: the run did not end by itself: Shutdown cancelled
+	// it, or its lease was lost (Err says which), and the job returned an
+	// error. Its occurrence stays open: another attempt (Attempt+1) may
+	// resume it (see WithAttempts). Logged as a warning; not a failure.
+	EventInterrupted
+	// EventGivenUp: the occurrence ran out of attempts or of time (its
+	// deadline, WithAttemptWindow) without succeeding, or a later
+	// occurrence was claimed while it was still open; it will not be
+	// attempted again. Attempt is the last attempt made. Reported once
+	// fleet-wide, by the replica that recorded it; logged as a warning.
+	EventGivenUp
 
 	numEventKinds // one past the last kind
 )
@@ -99,6 +110,10 @@ func (k EventKind) String() string {
 		return "released"
 	case EventConflict:
 		return "conflict"
+	case EventInterrupted:
+		return "interrupted"
+	case EventGivenUp:
+		return "given_up"
 	default:
 		return "unknown"
 	}
@@ -193,6 +208,7 @@ type Event struct {
 	Try          int            // for acquire retrying: the try of the claim that failed (1 for the first)
 	Missed       Missed         // for missed: the occurrences that ran nowhere
 	Trigger      string         // the trigger the run consumed (a run now), once acquired; "" for a scheduled run
+	Attempt      int            // the run's attempt at its occurrence, once acquired (1 for the first); for given up, the last attempt made
 	Conflict     fleet.Conflict // for conflict: the two registrations
 	Err          error          // the error, for failed, panicked, timed out, cancelled, lease lost, acquire retrying and failed, and skips the store answered (locked, claimed, clock skew)
 }
@@ -211,7 +227,7 @@ type Missed struct {
 // Stats are running totals of what this Scheduler did, since New.
 type Stats struct {
 	Started       uint64 // runs started (lease won)
-	Succeeded     uint64 // runs whose job returned nil within its timeout
+	Succeeded     uint64 // runs whose job returned nil within its timeout, or an error wrapping fencing.ErrDuplicate
 	Failed        uint64 // runs that did not succeed: errors, Goexit, panics (also in Panicked), timeouts (also in TimedOut)
 	Panicked      uint64 // runs whose job panicked
 	TimedOut      uint64 // runs whose job returned after its timeout
@@ -237,6 +253,16 @@ type Stats struct {
 	CatchUps      uint64 // catch-up runs started (WithCatchUp)
 	Triggered     uint64 // runs started for a trigger (a run now)
 	Conflicts     uint64 // conflicts with other replicas' registrations, reported
+	// Interrupted: runs that did not end by itself (Shutdown, a lost
+	// lease); their occurrences stay open for another attempt. Not in
+	// Failed.
+	Interrupted uint64
+	// Resumed: runs started as a later attempt (Attempt > 1) of an open
+	// occurrence: a resumed interruption or a retried failure.
+	Resumed uint64
+	// GivenUp: occurrences this replica reported given up (EventGivenUp):
+	// out of attempts or of time. Each is reported by one replica only.
+	GivenUp uint64
 }
 
 // emit counts e, for the Scheduler and for job j, and hands it to the
@@ -244,7 +270,9 @@ type Stats struct {
 func (s *Scheduler) emit(j *job, e Event) {
 	e.Instance = s.cfg.instanceID
 	s.stats.count(e)
-	j.stats.count(e)
+	if j != nil { // nil: a job this replica does not have (a given-up occurrence found in the fleet's index)
+		j.stats.count(e)
+	}
 	for _, o := range s.cfg.observers {
 		o(e)
 	}
@@ -257,6 +285,7 @@ type counters struct {
 	missed    atomic.Uint64
 	catchUps  atomic.Uint64
 	triggered atomic.Uint64
+	resumed   atomic.Uint64
 }
 
 func (c *counters) count(e Event) {
@@ -273,6 +302,9 @@ func (c *counters) count(e Event) {
 	case e.Kind == EventStarted && e.Trigger != "":
 		c.triggered.Add(1)
 	}
+	if e.Kind == EventStarted && e.Attempt > 1 {
+		c.resumed.Add(1)
+	}
 }
 
 func (c *counters) snapshot() Stats {
@@ -287,5 +319,6 @@ func (c *counters) snapshot() Stats {
 		SkipConcurrencyLimit: r(SkipConcurrencyLimit), SkipLeaseLost: r(SkipLeaseLost),
 		AcquireFailed: k(EventAcquireFailed), Retries: k(EventAcquireRetrying), Renewals: k(EventRenewed),
 		Missed: c.missed.Load(), CatchUps: c.catchUps.Load(), Triggered: c.triggered.Load(), Conflicts: k(EventConflict),
+		Interrupted: k(EventInterrupted), Resumed: c.resumed.Load(), GivenUp: k(EventGivenUp),
 	}
 }

@@ -44,6 +44,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 		return
 	}
 	took := s.cfg.clock.Since(r.began)
+	cause := context.Cause(r.ctx) // before it is cancelled below: nil unless Shutdown, a loss or the timeout ended it
 	r.cancel(nil)
 	r.unwatch() // a timeout or shutdown report in progress is out
 	lost := r.stopHeartbeat()
@@ -54,11 +55,13 @@ func (s *Scheduler) finish(r *run, end *exit) {
 		r.cancelTimeout()
 	}
 
-	ev := s.outcome(r, end, took)
+	ae := endOf(r, end, cause)
+	ev := s.outcome(r, end, ae, took)
 	ev.Duration = took
 	s.emit(r.job, ev)
 	s.reportOutlived(r, lost)
 	st := r.status(ev)
+	st.Close, st.RetryAfter = s.closeOf(r, ae)
 	r.job.setLastRun(&RunInfo{Occurrence: st.Occurrence, Started: st.Started, Duration: st.Duration,
 		Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error), Trigger: st.Trigger})
 	if r.slot != nil {
@@ -68,6 +71,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	triggers = n
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
+		s.afterClose(r, st)
 	}
 	if r.info.Trigger != "" {
 		s.announceDone(r, st)
@@ -99,7 +103,7 @@ func (r *run) status(end Event) fleet.Status {
 		Occurrence: r.info.Occurrence,
 		Owner:      r.lease.Owner,
 		Replica:    r.info.Replica,
-		Attempt:    1, // every run is its occurrence's first attempt
+		Attempt:    r.info.Attempt,
 		Fence:      r.lease.Fence,
 		Started:    r.lease.AcquiredAt,
 		Duration:   end.Duration,
@@ -125,6 +129,8 @@ func outcomeName(k EventKind) string {
 		return "panicked"
 	case EventTimedOut:
 		return "timed_out"
+	case EventInterrupted:
+		return "interrupted"
 	}
 	return "failed"
 }
@@ -173,10 +179,18 @@ func (s *Scheduler) announceDone(r *run, st fleet.Status) {
 	}
 }
 
-// outcome logs how the run ended and returns its end event.
-func (s *Scheduler) outcome(r *run, end *exit, took time.Duration) Event {
+// outcome logs how the run ended and returns its end event. An
+// interrupted run is a warning, not an error: it did not fail, and its
+// occurrence stays open for another attempt.
+func (s *Scheduler) outcome(r *run, end *exit, ae attemptEnd, took time.Duration) Event {
 	tookAttr := logattr.Duration("took", took)
 	switch {
+	case ae == endInterrupted:
+		r.log.Warn("job interrupted: it did not end by itself", slog.Any("error", end.err), tookAttr, slog.Int("attempt", r.info.Attempt))
+		return r.event(EventInterrupted, end.err)
+	case ae == endSucceeded && end.err != nil:
+		r.log.Info("job succeeded: an earlier attempt had committed the occurrence's effect", slog.Any("error", end.err), tookAttr, slog.Int("attempt", r.info.Attempt))
+		return r.event(EventSucceeded, nil)
 	case end.how == exitPanicked:
 		r.log.Error("job panicked", slog.Any("error", end.err), tookAttr, slog.String("stack", string(end.stack)))
 		return r.event(EventPanicked, end.err)

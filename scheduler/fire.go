@@ -58,17 +58,14 @@ func (f firing) maxSkew() time.Duration { return time.Duration(f.skewMs) * time.
 // occ returns the occurrence of firing f in the scheduler's location.
 func (s *Scheduler) occ(f firing) time.Time { return time.UnixMilli(f.ms).In(s.cfg.location) }
 
-// firingKind says what started a firing. Completing occurrences adds a
-// kind here: a resume or retry of an open occurrence, claimed as attempt
-// k+1 of the same round (an attempt field beside occ, carried into Run);
-// the run's end reports its outcome with inRunEnded (succeeded, failed,
-// interrupted), where transition decides whether the occurrence is open.
+// firingKind says what started a firing.
 type firingKind uint8
 
 const (
 	firedBySchedule firingKind = iota // gocron fired the occurrence
 	firedByCatchUp                    // a late claim of a missed occurrence (WithCatchUp)
 	firedByTrigger                    // a run now (package fleet); the store chooses its round
+	firedByResume                     // the next attempt of an open occurrence (resume.go); ms is its round
 )
 
 // quiet reports whether a firing that finds nothing to do is no skip: a

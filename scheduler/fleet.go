@@ -56,6 +56,9 @@ func (reg *registration) fingerprint() string {
 	if reg.limitSpec != nil {
 		b = fmt.Appendf(b, "|limit=%q/%d", reg.limitSpec.name, reg.limitSpec.n)
 	}
+	if reg.attempts != DefaultAttempts || reg.retry != nil || reg.attemptWindow > 0 {
+		b = fmt.Appendf(b, "|attempts=%d/%t/%d", reg.attempts, reg.retry != nil, reg.attemptWindow)
+	}
 	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
@@ -134,6 +137,8 @@ func (cp *controlPlane) run() {
 	}()
 	ticker := cp.s.cfg.clock.NewTicker(cp.refresh)
 	defer ticker.Stop()
+	poll := cp.s.cfg.clock.NewTicker(resumePoll) // the fleet's index of open occurrences (resume.go)
+	defer poll.Stop()
 	var generation int64 = -1
 	publish := false // the entry must be written (again); tried now and then at every tick until it is
 	for {
@@ -144,6 +149,9 @@ func (cp *controlPlane) run() {
 			publish = true
 		case <-cp.resync:
 			cp.lookForTriggers()
+		case <-poll.Chan():
+			cp.lookForOpen()
+			continue // neither publishes nor subscribes: that waits for the refresh
 		case <-ticker.Chan():
 			if publish {
 				break
@@ -276,6 +284,10 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 	case fleet.MessageTrigger:
 		if j := cp.s.jobByKey(m.Key); j != nil {
 			j.deliver(input{kind: inTrigger})
+		}
+	case fleet.MessageOpen:
+		if j := cp.s.jobByKey(m.Key); j != nil && m.Round > 0 {
+			j.deliver(input{kind: inResume, f: firing{ms: m.Round, kind: firedByResume}})
 		}
 	case fleet.MessageResync:
 		select {

@@ -13,8 +13,8 @@ import (
 // A job's lifecycle on this replica has one owner: the job. Everything
 // that can happen to it (a firing, a catch-up, a trigger, a claim's
 // answer, a run's end, Remove, Register again, Shutdown) is an input to
-// job.deliver, which takes the job's lock, lets transition decide from the
-// job's state alone, and then carries out what was decided, outside the
+// job.deliver (an open occurrence to resume, too), which takes the job's
+// lock, lets transition decide from the job's state alone, and then carries out what was decided, outside the
 // lock: queue a claim, start a run, report a skip. No other code reads or
 // writes the state below.
 //
@@ -75,7 +75,7 @@ type jobState struct {
 // input is what can happen to a job.
 type input struct {
 	kind  inputKind
-	f     firing       // inFiring, inCatchUp, inClaimed
+	f     firing       // inFiring, inCatchUp, inClaimed, inResume
 	lease *lease.Lease // inClaimed: the lease won
 	err   error        // inClaimed: the store's answer
 	run   *run         // inRunEnded
@@ -95,6 +95,7 @@ const (
 	inRegister                          // Register again while a removed run still goes
 	inShutdown                          // Shutdown: firings stopped
 	inTriggerRetry                      // the timer set when a trigger found the lease held elsewhere
+	inResume                            // an occurrence of the job is open (the fleet's index, a message): f.ms is its round
 )
 
 // act is one thing transition decided to do, done outside the lock.
@@ -227,6 +228,21 @@ func (j *job) transition(in input) (as acts) {
 			st.triggerDue = true
 		default:
 			j.startClaim(&as, firing{kind: firedByTrigger, reg: st.reg})
+		}
+
+	case inResume:
+		switch {
+		case st.reg == nil || st.stopping || st.claiming || st.run != nil:
+			// Busy here, or gone: the fleet's index offers it again, and
+			// the other replicas that have the job try meanwhile.
+		default:
+			if _, ok := j.s.attemptsOf(st.reg, time.UnixMilli(in.f.ms)); !ok {
+				as.add(act{kind: actNote, f: in.f, msg: "open occurrence not resumed: the job here gets one attempt per occurrence"})
+				return as
+			}
+			f := in.f
+			f.reg = st.reg
+			j.startClaim(&as, f)
 		}
 
 	case inClaimed:

@@ -252,6 +252,9 @@ type jobConfig struct {
 	errorClassOnly bool
 	overlap        OverlapPolicy     // WithOverlap
 	limit          *concurrencyLimit // WithConcurrencyLimit; nil: none
+	attempts       int               // WithAttempts, WithRetry
+	retry          *retryPolicy      // WithRetry; nil: failures are not retried
+	attemptWindow  time.Duration     // WithAttemptWindow; 0: until the next occurrence
 }
 
 // WithTTL sets the job lease's time to live. Default: DefaultTTL (30s).

@@ -33,6 +33,15 @@ type Run struct {
 	// in the store's time, or just after the occurrence claimed before it
 	// if that is later (a replica whose clock runs fast claimed it).
 	Trigger string
+	// Attempt is the run's attempt at its occurrence: 1 for the first, k+1
+	// for the attempt that resumes or retries attempt k (WithAttempts,
+	// WithRetry). Every attempt has its own, greater, fencing token and
+	// the same Occurrence. An effect outside the database should carry an
+	// idempotency key made of Job and Occurrence (not Attempt): then a
+	// later attempt of an occurrence whose effect was made is refused by
+	// the receiving system, as fencing.AdvanceOnce refuses it in the
+	// database.
+	Attempt int
 }
 
 type runKey struct{}
@@ -58,6 +67,7 @@ type run struct {
 	done  chan struct{} // closed after the job returned, the lease was released and the owner told
 
 	began         time.Time
+	ctx           context.Context // the run's context, cancelled with a cause (before the values the job reads)
 	stopHeartbeat heartbeat.Stop
 	cancel        context.CancelCauseFunc
 	cancelTimeout context.CancelFunc // nil without WithTimeout
@@ -78,6 +88,11 @@ type run struct {
 	// ledger reported when the run won (reportMissed); recorded in its
 	// status. Set before the job starts, read when it has ended.
 	missed int
+
+	// attempts is the occurrence's completion policy as its first attempt
+	// recorded it in the store (attempts.go); its Max is 0 when the lease
+	// was taken without one: the run is its occurrence's only attempt.
+	attempts lease.Attempts
 }
 
 // event returns an event of kind about r.
@@ -90,6 +105,7 @@ func (r *run) event(kind EventKind, err error) Event {
 		ShortLeaseID: lease.ShortID(r.lease.ID),
 		CatchUp:      r.info.CatchUp,
 		Trigger:      r.info.Trigger,
+		Attempt:      r.info.Attempt,
 		Err:          err,
 	}
 }
@@ -113,7 +129,8 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		lease: l,
 		done:  make(chan struct{}),
 		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
-			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger},
+			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger, Attempt: max(l.Attempt, 1)},
+		attempts: l.Attempts, // as the store recorded them with the first attempt
 		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
 			slog.String("lease", lease.ShortID(l.ID)), slog.Any("fence", l.Fence)),
 	}
@@ -127,6 +144,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 // the heartbeat, report the outcome, release the lease (finish.go).
 func (s *Scheduler) execute(r *run) {
 	r.missed = s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
+	s.reportSuperseded(r.job, r.lease)
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
 
@@ -137,6 +155,7 @@ func (s *Scheduler) execute(r *run) {
 		return
 	}
 	r.stopHeartbeat = stop
+	s.indexRun(r)
 	if r.reg.limit != nil {
 		slotCtx, reason := s.takeSlot(hbCtx, r)
 		if slotCtx == nil {
@@ -146,7 +165,7 @@ func (s *Scheduler) execute(r *run) {
 		hbCtx = slotCtx
 	}
 	ctx, cancel := context.WithCancelCause(hbCtx)
-	r.cancel = cancel
+	r.ctx, r.cancel = ctx, cancel
 	if t := r.reg.timeout; t > 0 {
 		// A real deadline, so that drivers bound their I/O by it; the
 		// watcher stops the lease's renewals when it passes.
@@ -161,7 +180,7 @@ func (s *Scheduler) execute(r *run) {
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
-	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp))
+	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
 	call(ctx, r.reg.fn, &end)
 }
 

@@ -118,7 +118,8 @@ func TestScheduler_Run_LeaseDeletedCancelsWithLeaseLost(t *testing.T) {
 		require.Len(t, lost, 1)
 		assert.ErrorIs(t, lost[0].Err, heartbeat.ErrLeaseLost)
 		assert.Equal(t, "victim", lost[0].Job)
-		require.Len(t, ev.of(EventFailed), 1)
+		require.Len(t, ev.of(EventInterrupted), 1, "a run whose lease was lost is interrupted")
+		assert.Empty(t, ev.of(EventFailed), "not failed")
 		assert.Empty(t, ev.of(EventReleased), "a lost lease is not released")
 	})
 }
@@ -192,7 +193,7 @@ func TestScheduler_Run_TimeoutStopsRenewal(t *testing.T) {
 					<-release // ignores ctx entirely
 				}
 				return nil
-			}, WithTTL(ttl), WithTimeout(2*time.Second)))
+			}, WithTTL(ttl), WithTimeout(2*time.Second), WithAttempts(1))) // one attempt: the stuck one is not resumed
 			require.NoError(t, s.Start())
 		}
 		defer close(release)

@@ -69,6 +69,9 @@ type registration struct {
 	overlap        OverlapPolicy
 	limitSpec      *concurrencyLimit // WithConcurrencyLimit, nil without one
 	limit          *lease.Semaphore  // its semaphore, set by Scheduler.add
+	attempts       int               // attempts per occurrence in total (attempts.go)
+	retry          *retryPolicy      // WithRetry; nil: failures are not retried
+	attemptWindow  time.Duration     // WithAttemptWindow; 0: until the next occurrence
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
@@ -132,7 +135,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	if err != nil {
 		return fmt.Errorf("%w: Register %q: lease key: %w", ErrInvalidArgument, name, err)
 	}
-	jc := jobConfig{ttl: DefaultTTL, overlap: OverlapSkip}
+	jc := jobConfig{ttl: DefaultTTL, overlap: OverlapSkip, attempts: DefaultAttempts}
 	for _, opt := range opts {
 		if opt == nil {
 			return invalidOption("Register %q: job option must not be nil", name)
@@ -149,7 +152,8 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
 	reg := &registration{schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
-		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly, overlap: jc.overlap, limitSpec: jc.limit}
+		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly, overlap: jc.overlap, limitSpec: jc.limit,
+		attempts: jc.attempts, retry: jc.retry, attemptWindow: jc.attemptWindow}
 
 	j, started, err := s.add(name, key, reg)
 	if err != nil {

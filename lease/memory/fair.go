@@ -69,7 +69,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 
 	ks := s.keys[key]
 	if ks == nil {
-		ks = &keyState{}
+		ks = &keyState{name: key}
 		s.keys[key] = ks
 	}
 	if live(ks.cur, now) {

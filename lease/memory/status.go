@@ -26,6 +26,9 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	if err := leasekit.ValidateID(l.ID); err != nil {
 		return 0, opError(op, err)
 	}
+	if err := validateClose(st); err != nil {
+		return 0, opError(op, err)
+	}
 	if err := ctxError(ctx); err != nil {
 		return 0, opError(op, err)
 	}
@@ -46,6 +49,9 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	ks := s.keys[key]
 	ks.status = &rec
 	ks.record(rec.Record(), s.historyLimit)
+	if l.Attempts.Max > 0 {
+		s.closeRecord(ks, l, st, now)
+	}
 	return len(s.triggers.live(key, now)), nil
 }
 

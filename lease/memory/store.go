@@ -34,15 +34,17 @@ type Store struct {
 
 	sweepAt int // len(ids) at which Acquire next drops records past retention
 
-	channel    channel               // the control channel's subscriptions
-	watchers   watchers              // the watches of released keys and semaphores (notify.go)
-	semaphores map[string]*semaphore // semaphore name -> its holders and fence (semaphore.go)
-	queues     map[string][]place    // normalized key -> its fair waiters, oldest first (fair.go)
+	channel    channel                  // the control channel's subscriptions
+	watchers   watchers                 // the watches of released keys and semaphores (notify.go)
+	semaphores map[string]*semaphore    // semaphore name -> its holders and fence (semaphore.go)
+	queues     map[string][]place       // normalized key -> its fair waiters, oldest first (fair.go)
+	index      map[indexEntry]time.Time // open and running occurrences -> when due (completion.go)
 }
 
 // keyState is what the store keeps per key. Like the Redis store's fence
 // counter, round record and status, it is never deleted.
 type keyState struct {
+	name   string        // the normalized key
 	fence  fencing.Token // last fence issued for the key
 	round  int64         // highest round recorded for the key; 0 if none
 	cur    *record       // the key's latest lease; may be expired or nil
@@ -50,6 +52,9 @@ type keyState struct {
 	// history holds the runs recorded by ReleaseWithStatus, oldest first;
 	// its last historyLimit entries are the key's history (history.go).
 	history []fleet.RunRecord
+	// completion is the completion record of the last round acquired with
+	// lease.WithAttempts (completion.go); nil if none.
+	completion *completion
 }
 
 // record is one lease as the store sees it. Times are milliseconds, like a
@@ -76,6 +81,7 @@ func New(opts ...Option) (*Store, error) {
 
 		semaphores: make(map[string]*semaphore),
 		queues:     make(map[string][]place),
+		index:      make(map[indexEntry]time.Time),
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -153,7 +159,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	now := s.now()
 	ks := s.keys[key]
 	if ks == nil {
-		ks = &keyState{}
+		ks = &keyState{name: key}
 		s.keys[key] = ks
 	}
 	if o.Trigger {
@@ -161,11 +167,17 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	}
 	if o.PauseCheck {
 		if _, paused := s.pauses[key]; paused {
+			if o.Resume > 0 {
+				return nil, opError(op, lease.ErrPaused)
+			}
 			if o.MaxSkew == 0 || o.Round <= now.Add(o.MaxSkew).UnixMilli() {
 				ks.round = max(ks.round, o.Round) // handled, unless the clock runs too fast
 			}
 			return nil, opError(op, lease.ErrPaused)
 		}
+	}
+	if o.Resume > 0 {
+		return s.acquireResume(key, ks, ttl, o, now, sent)
 	}
 	if o.Round > 0 && o.Round <= ks.round {
 		return nil, opError(op, fmt.Errorf("%w: round %d, last recorded %d", lease.ErrRoundClaimed, o.Round, ks.round))
@@ -188,6 +200,10 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	}
 	l := r.lease(ttl, sent)
 	l.Round, l.PrevRound = o.Round, prev
+	if o.Attempts.Max > 0 {
+		l.Superseded = s.recordAttempts(ks, o.Round, o.Attempts, now)
+		l.Attempts = lease.Attempts{Max: o.Attempts.Max, Deadline: ks.completion.deadline}
+	}
 	return lease.Attach(s, l), nil
 }
 
@@ -232,6 +248,7 @@ func (r *record) lease(ttl time.Duration, sent time.Time) *lease.Lease {
 		TTL:        ttl,
 		AcquiredAt: r.acquiredAt,
 		ExpiresAt:  r.expiresAt,
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}
 }

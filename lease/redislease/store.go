@@ -159,6 +159,9 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if o.Trigger {
 		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o.PauseCheck)
 	}
+	if o.Attempts.Max > 0 || o.Resume > 0 {
+		return nil, opErr(op, keyName(ks), errNoCompletion)
+	}
 	pause := "" // KEYS[5] only when the acquire honours a pause
 	if o.PauseCheck {
 		pause = ks.pause(s.prefix)

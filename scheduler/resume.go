@@ -1,0 +1,185 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// Finding open occurrences, without a store call per job: the fleet keeps
+// an index of the occurrences that are open or running (fleet.Store's
+// IndexOccurrence), each scored by when it may next be attempted. Each
+// replica's control loop reads the entries that are due once every
+// resumePoll, one command whatever the number of jobs, and a replica that
+// releases an attempt open with no backoff says so on the control channel
+// (fleet.MessageOpen), so that the others try at once. The index is a
+// hint: the store's completion record of the job decides, in the claim of
+// the next attempt (lease.WithResume).
+//
+//   - A run with attempts indexes its occurrence when it starts, at its
+//     lease's expiry (plus lease.ExpiryTolerance): if its replica dies
+//     without releasing, the entry comes due when the lease is no longer
+//     live, and another replica resumes the occurrence within TTL +
+//     2*resumePoll.
+//   - A claim that finds the lease still live (the run goes on, renewed)
+//     or the backoff not passed moves the entry to when it may be taken.
+//   - An entry of a job this replica does not have is left to the
+//     replicas that have it, unless its deadline has passed: then any
+//     replica gives it up (GiveUp), so that a job no replica has any more
+//     is still reported given up, once.
+
+// resumePoll is how often a replica reads the fleet's index of open
+// occurrences.
+const resumePoll = time.Second
+
+// maxDue bounds the entries one read of the index returns.
+const maxDue = 1000
+
+// indexRun puts the occurrence of run r, which started with attempts, in
+// the fleet's index, due when its lease would expire unrenewed: the
+// holder's death is then found without any call per job.
+func (s *Scheduler) indexRun(r *run) {
+	if r.attempts.Max == 0 {
+		return
+	}
+	at := r.lease.ExpiresAt.Add(lease.ExpiryTolerance)
+	s.index(r.job, r.lease.Round, r.attempts.Deadline, at)
+}
+
+// index adds or moves job j's occurrence round in the fleet's index, due
+// at at (store time). A failure is logged: the occurrence is then found
+// only through a release that says it is open.
+func (s *Scheduler) index(j *job, round int64, deadline, at time.Time) {
+	fs, ok := s.store.(fleet.Store)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
+	defer cancel()
+	if err := fs.IndexOccurrence(ctx, j.key, round, deadline, at); err != nil {
+		s.log.Warn("could not index an occurrence for its next attempt; if this replica dies while it runs, it is not resumed",
+			slog.String("job", j.name), slog.Time("occurrence", time.UnixMilli(round).In(s.cfg.location)), slog.Any("error", err))
+	}
+}
+
+// unindex removes job j's occurrence round from the fleet's index.
+func (s *Scheduler) unindex(j *job, round int64, deadline time.Time) {
+	fs, ok := s.store.(fleet.Store)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
+	defer cancel()
+	if err := fs.UnindexOccurrence(ctx, j.key, round, deadline); err != nil {
+		s.debug(j, time.UnixMilli(round), "could not remove an occurrence from the index", slog.Any("error", err))
+	}
+}
+
+// resumeAnswered keeps the index after the store answered the claim of
+// firing f, an attempt of an open occurrence of j: a lease still live, or
+// a backoff not passed, moves the entry to when it may be taken; an
+// occurrence with nothing to resume leaves the index; one that ran out of
+// attempts or time is reported given up by the claim that recorded it.
+func (s *Scheduler) resumeAnswered(j *job, f firing, err error) {
+	if err == nil {
+		return // the run indexes it as it starts
+	}
+	occ := s.occ(f)
+	deadline := s.attemptDeadline(f.reg, occ)
+	var (
+		locked *lease.LockedError
+		notDue *lease.NotDueError
+		gu     *lease.GivenUpError
+	)
+	switch {
+	case errors.As(err, &gu):
+		if gu.First {
+			s.givenUp(j, j.name, occ, gu.Attempt, "out of attempts or of time")
+		}
+		s.unindex(j, f.ms, deadline)
+	case errors.Is(err, lease.ErrRoundClaimed):
+		s.unindex(j, f.ms, deadline)
+	case errors.As(err, &locked):
+		s.index(j, f.ms, deadline, s.storeClock.Now().Add(locked.Remaining))
+	case errors.As(err, &notDue):
+		s.index(j, f.ms, deadline, s.storeClock.Now().Add(notDue.Remaining))
+	case errors.Is(err, lease.ErrPaused):
+		s.index(j, f.ms, deadline, s.storeClock.Now().Add(DefaultRegistryRefresh))
+	}
+}
+
+// afterClose follows the release of run r, recorded as st: an occurrence
+// released open for an attempt at once is announced to the replicas that
+// have the job; one released given up is reported (the release recorded
+// it, once).
+func (s *Scheduler) afterClose(r *run, st fleet.Status) {
+	if r.attempts.Max == 0 {
+		return
+	}
+	switch {
+	case st.Close == fleet.CloseGivenUp:
+		why := "out of attempts"
+		if r.info.Attempt < r.attempts.Max {
+			why = "out of time: the next attempt would start after the occurrence's deadline"
+		}
+		s.givenUp(r.job, r.job.name, r.info.Occurrence, r.info.Attempt, why)
+	case st.Close == fleet.CloseOpen && st.RetryAfter == 0:
+		fs, ok := s.store.(fleet.Store)
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
+		defer cancel()
+		if err := fs.Publish(ctx, fleet.Message{Kind: fleet.MessageOpen, Key: r.job.key, Round: r.lease.Round}); err != nil {
+			r.log.Warn("could not announce an open occurrence; the fleet's index brings it to the others within a second", slog.Any("error", err))
+		}
+	}
+}
+
+// lookForOpen reads the fleet's index of open occurrences once (the
+// control loop calls it every resumePoll): a due entry of a job this
+// replica has is offered to the job's owner, which claims its next attempt
+// unless it is busy; an entry past its deadline is given up, whichever
+// replica has its job.
+func (cp *controlPlane) lookForOpen() {
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	due, err := cp.store.DueOccurrences(ctx, maxDue)
+	if err != nil {
+		cp.s.log.Debug("could not read the index of open occurrences", slog.Any("error", err))
+		return
+	}
+	s := cp.s
+	for _, d := range due {
+		if !d.Deadline.After(s.storeClock.Now()) {
+			cp.giveUp(d)
+			continue
+		}
+		if j := s.jobByKey(d.Key); j != nil {
+			j.deliver(input{kind: inResume, f: firing{ms: d.Round, kind: firedByResume}})
+		}
+	}
+}
+
+// giveUp gives up the occurrence of entry d, past its deadline, and
+// reports it if this call recorded it.
+func (cp *controlPlane) giveUp(d fleet.Due) {
+	s := cp.s
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	first, err := cp.store.GiveUp(ctx, d.Key, d.Round)
+	if err != nil {
+		s.log.Debug("could not give up an occurrence past its deadline", slog.String("job", d.Key), slog.Any("error", err))
+		return
+	}
+	if !first {
+		return
+	}
+	name := strings.TrimPrefix(d.Key, JobKeyPrefix)
+	s.givenUp(s.jobByKey(d.Key), name, time.UnixMilli(d.Round).In(s.cfg.location), 0, "out of time: its deadline passed before another attempt")
+}
