@@ -57,7 +57,7 @@ var Jobs = []JobSpec{
 	// stop, a cut, Shutdown) are resumed, failures retried, until the next
 	// occurrence.
 	{Name: "nightly", Every: 10 * time.Second, TTL: 2 * time.Second,
-		Short: [2]time.Duration{500 * time.Millisecond, 4 * time.Second},
+		Short:      [2]time.Duration{500 * time.Millisecond, 4 * time.Second},
 		Completion: true, FailP: 0.2, FailAfterWriteP: 0.05, Retry: 3, RetryAfter: 200 * time.Millisecond},
 }
 
