@@ -146,6 +146,8 @@ func TestFaults(t *testing.T) {
 	t.Logf("seed %d, fault phase %s, %d replicas, %d stalls\n%s", seed, duration, len(f.replicas), stalls, rep.Table())
 	require.NotZero(t, rep.Runs, "no run at all")
 	require.NotZero(t, rep.Occurrences, "no occurrence checked")
+	// (7) checks nothing unless a job with completion ran.
+	require.NotZero(t, rep.Completion.Claimed, "no occurrence of a job with completion was claimed (see the replicas' logs)")
 	if len(rep.Violations) > 0 {
 		if *flagDir == "" {
 			keep := filepath.Join(os.TempDir(), fmt.Sprintf("cronguard-faults-%d", seed))
