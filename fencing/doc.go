@@ -57,6 +57,13 @@
 //		return err // ErrDuplicate: this occurrence's effect is already committed
 //	}
 //
+// ErrDuplicate means done, not failed. The scheduler attempts an
+// occurrence again when its attempt was interrupted (a shutdown, a lost
+// lease, a replica that died), and that attempt may have committed before
+// it was cut off; the next attempt's AdvanceOnce then answers ErrDuplicate.
+// Return it (wrapped or not) from the job: the scheduler records the
+// attempt as succeeded and attempts the occurrence no more.
+//
 // Use one resource per job, written only with AdvanceOnce: Advance on the
 // same resource moves the token and leaves the occurrence, which defeats
 // the duplicate check (see Table.AdvanceOnce). Rows that have no

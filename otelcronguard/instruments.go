@@ -13,7 +13,8 @@ import (
 // exporter turns them into cronguard_runs_total,
 // cronguard_run_duration_seconds and so on.
 const (
-	// MetricRuns counts finished runs ({run}), by AttrJob and AttrOutcome.
+	// MetricRuns counts finished runs ({run}), by AttrJob and AttrOutcome,
+	// and occurrences given up (outcome given_up, once fleet-wide).
 	MetricRuns = "cronguard.runs"
 	// MetricRunDuration is how long runs took (s), by AttrJob and
 	// AttrOutcome.
@@ -70,8 +71,9 @@ const (
 const (
 	// AttrJob is the job's name.
 	AttrJob = attribute.Key("cronguard.job")
-	// AttrOutcome is how a run ended: succeeded, failed, panicked or
-	// timed_out.
+	// AttrOutcome is how a run ended: succeeded, failed, panicked,
+	// timed_out or interrupted; given_up for an occurrence that ran out of
+	// attempts or of time.
 	AttrOutcome = attribute.Key("cronguard.run.outcome")
 	// AttrCatchUp says whether a run is a catch-up (scheduler.WithCatchUp).
 	AttrCatchUp = attribute.Key("cronguard.run.catch_up")

@@ -19,6 +19,13 @@ const (
 	OutcomeFailed    = "failed"
 	OutcomePanicked  = "panicked"
 	OutcomeTimedOut  = "timed_out"
+	// OutcomeInterrupted: the run did not end by itself (shutdown, a lost
+	// lease); its occurrence stays open for another attempt. No failure.
+	OutcomeInterrupted = "interrupted"
+	// OutcomeGivenUp: an occurrence ran out of attempts or of time
+	// (scheduler.EventGivenUp). Counted on MetricRuns once fleet-wide, by
+	// the replica that recorded it, with no duration: it is not a run.
+	OutcomeGivenUp = "given_up"
 )
 
 // The span events of a run.
@@ -46,8 +53,10 @@ func (t *Telemetry) observe(e scheduler.Event) {
 			in.catchUps.Add(ctx, 1, t.attrs.job(e.Job).add...)
 		}
 		in.runLateness.Record(ctx, e.Lateness.Seconds(), t.attrs.with(e.Job, AttrCatchUp, catchUp).record...)
-	case scheduler.EventSucceeded, scheduler.EventFailed, scheduler.EventPanicked, scheduler.EventTimedOut:
+	case scheduler.EventSucceeded, scheduler.EventFailed, scheduler.EventPanicked, scheduler.EventTimedOut, scheduler.EventInterrupted:
 		t.observeEnd(ctx, e)
+	case scheduler.EventGivenUp:
+		in.runs.Add(ctx, 1, t.attrs.with(e.Job, AttrOutcome, OutcomeGivenUp).add...)
 	case scheduler.EventSkipped:
 		in.skipped.Add(ctx, 1, t.attrs.with(e.Job, AttrSkipReason, e.Reason.String()).add...)
 	case scheduler.EventMissed:
@@ -121,6 +130,8 @@ func outcomeOf(k scheduler.EventKind) string {
 		return OutcomePanicked
 	case scheduler.EventTimedOut:
 		return OutcomeTimedOut
+	case scheduler.EventInterrupted:
+		return OutcomeInterrupted
 	default:
 		return OutcomeFailed
 	}

@@ -70,6 +70,15 @@ func TestTelemetry_Observe_EventToInstrument(t *testing.T) {
 		{"a run that never started is counted, not subtracted from the active ones", []scheduler.Event{
 			{Kind: scheduler.EventFailed, Err: fmt.Errorf("heartbeat: %w", lease.ErrInvalidArgument)},
 		}, MetricRuns, []attribute.KeyValue{AttrOutcome.String("failed")}, 1},
+		{"interrupted is an outcome of its own", []scheduler.Event{
+			{Kind: scheduler.EventInterrupted, Attempt: 1, Err: scheduler.ErrShutdown},
+		}, MetricRuns, []attribute.KeyValue{AttrOutcome.String("interrupted")}, 1},
+		{"an interrupted run is no failure", []scheduler.Event{
+			{Kind: scheduler.EventInterrupted, Attempt: 1, Err: scheduler.ErrShutdown},
+		}, MetricRuns, []attribute.KeyValue{AttrOutcome.String("failed")}, 0},
+		{"given up counts on the runs, as the alert reads it", []scheduler.Event{
+			{Kind: scheduler.EventGivenUp, Attempt: 3},
+		}, MetricRuns, []attribute.KeyValue{AttrOutcome.String("given_up")}, 1},
 		{"conflict by job only, no replica IDs", []scheduler.Event{
 			{Kind: scheduler.EventConflict, Conflict: fleet.Conflict{Job: "nightly", Key: "job:nightly", Replicas: [2]string{"replica-1", "replica-2"}}},
 		}, MetricConflicts, nil, 1},

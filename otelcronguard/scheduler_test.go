@@ -60,7 +60,8 @@ func TestTelemetry_Scheduler_ScriptedCounts(t *testing.T) {
 			require.NoError(t, s.Register("fails", scheduler.Every(2*time.Minute), fails))
 			require.NoError(t, s.Register("panics", scheduler.Every(2*time.Minute), panics))
 		}
-		require.NoError(t, fast.Register("lost", scheduler.Every(2*time.Minute), lost, scheduler.WithTTL(3*time.Second)))
+		require.NoError(t, fast.Register("lost", scheduler.Every(2*time.Minute), lost, scheduler.WithTTL(3*time.Second),
+			scheduler.WithAttempts(1))) // its lease is gone: attempts would resume it
 		require.NoError(t, fast.Register("sleepy", scheduler.Every(2*time.Minute), sleepy, scheduler.WithTimeout(time.Second)))
 		require.NoError(t, fast.Start())
 		require.NoError(t, slow.Start())

@@ -34,9 +34,21 @@
 //   - run: one call of the job's function under a won claim, with a lease,
 //     a fencing token and a heartbeat that renews the lease (a renewal,
 //     EventRenewed).
-//   - attempt: a run of an occurrence. An occurrence has one attempt
-//     today; resuming an interrupted one adds attempts of the same round.
-//   - outcome: how a run ended: succeeded, failed, panicked, timed_out.
+//   - attempt: a run of an occurrence (Run.Attempt, 1 for the first).
+//     Attempt k+1 of an open occurrence has the same round and a new,
+//     greater fence; it is a resume (of an interrupted attempt) or a retry
+//     (of a failed one, WithRetry).
+//   - open: an occurrence whose last attempt was interrupted, or failed
+//     under WithRetry, and that may be attempted again: attempts remain
+//     and its deadline (WithAttemptWindow; default the next occurrence)
+//     has not passed. Its store record decides; the fleet's index of open
+//     occurrences is how replicas find it.
+//   - given up: an open occurrence that ran out of attempts or of time, or
+//     that a later occurrence's claim overtook; reported once fleet-wide
+//     (EventGivenUp).
+//   - outcome: how a run ended: succeeded (nil, or an error wrapping
+//     fencing.ErrDuplicate), failed, panicked, timed_out (the three are
+//     failures), interrupted (Shutdown or a lost lease ended it).
 //   - skip reasons (SkipReason): locked, claimed, clock_skew, shutdown,
 //     overrun, running_here, paused, concurrency_limit.
 //   - missed: occurrences the ledger shows no replica claimed (EventMissed).
@@ -112,6 +124,33 @@
 // occurrence that ran nowhere, once, late, if it is within the window: at
 // Start and after a run that outlived later occurrences.
 //
+// Every occurrence is done once, within limits (completion). An attempt
+// that did not end by itself (Shutdown cancelled it, its lease was lost,
+// and it returned an error) is reported interrupted (EventInterrupted, a
+// warning, not a failure), and its occurrence stays open; so does that of
+// an attempt whose replica died. Any replica that has the job attempts it
+// again (attempt k+1, same occurrence, greater fence), through the same
+// claim as every other run (pause, overlap, concurrency limit and clock
+// rules apply): within a second of a release that left it open (Shutdown
+// releases it so, and announces it on the control channel), and within
+// TTL + 2s of its holder's death (every replica reads the fleet's index of
+// open occurrences once a second, one store command whatever the number
+// of jobs). Interrupted attempts are resumed up to DefaultAttempts in all
+// (WithAttempts); failed ones only with WithRetry, after its backoff. No
+// attempt starts at or after the occurrence's deadline (the next
+// occurrence, or WithAttemptWindow): an occurrence out of attempts or of
+// time is given up (EventGivenUp, a warning, Stats.GivenUp), reported by
+// one replica. An attempt that committed and died before returning is
+// attempted again: fence the effect with fencing.AdvanceOnceFromContext,
+// whose ErrDuplicate the scheduler counts as success; an effect outside
+// the database needs an idempotency key of the job's own (Run.Job and
+// Run.Occurrence). Completion needs the control plane (a fleet.Store,
+// without WithoutControlPlane): without it, an interrupted run is reported
+// interrupted and not resumed. A job whose attempt window is shorter than
+// its TTL + lease.ExpiryTolerance + 2s (Every(time.Second), say) could not
+// be resumed in time: its claims carry no attempts and cost nothing more.
+// Triggered runs are attempted once.
+//
 // Daylight saving time is a property of the schedule alone: see Cron.
 //
 // Overlap policy: the lease is the job's, not the occurrence's. While one
@@ -152,7 +191,8 @@
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has
-// released its lease, so another replica runs the next occurrence without
+// released its lease (an interrupted one open, for another replica to
+// resume at once), so another replica runs the next occurrence without
 // waiting for the TTL. A job still running keeps its lease, no longer
 // renewed, until the TTL runs out, so no second run can overlap it, and
 // Shutdown returns an error wrapping ErrJobsStillRunning that names it and

@@ -214,8 +214,10 @@ func WithRegistryRefresh(d time.Duration) Option {
 
 // WithoutControlPlane keeps this replica out of the fleet's control plane
 // even when the lease store offers one: no registry entry, no triggers, no
-// run status. Pauses are still honoured: they are checked by the lease
-// acquire itself.
+// run status, and no completion: an interrupted run is reported
+// interrupted and its occurrence is not resumed, a failure is not retried
+// (WithAttempts, WithRetry need the control plane's store). Pauses are
+// still honoured: they are checked by the lease acquire itself.
 func WithoutControlPlane() Option {
 	return func(c *config) error {
 		c.registryRefresh = -1

@@ -23,7 +23,11 @@ import (
 //     done. A job that returns stops its heartbeat and releases its lease
 //     (with a fresh context), so another replica can run the next
 //     occurrence without waiting for the TTL; a trigger that waited for
-//     it is handed on to the replicas that have the job.
+//     it is handed on to the replicas that have the job. A job that
+//     returned an error after the cancellation is reported interrupted
+//     (a warning) and its lease released open, announced on the control
+//     channel: another replica resumes its occurrence at once (see
+//     WithAttempts).
 //  4. A job still running when ctx is done keeps its lease, no longer
 //     renewed, until the TTL runs out, so no second run can overlap it; its
 //     goroutine is left running (Go cannot stop it) and releases the lease

@@ -45,6 +45,11 @@ func TestRules_Evaluate(t *testing.T) {
 	cronguard_runs_total{cronguard_job="recovered", cronguard_run_outcome="succeeded", instance="r3"} _x60 1x10
 	cronguard_runs_total{cronguard_job="healthy", cronguard_run_outcome="succeeded", instance="r1"} 0+1x70
 	cronguard_runs_total{cronguard_job="daily", cronguard_run_outcome="failed", instance="r1"} 1x70
+	cronguard_runs_total{cronguard_job="nightly", cronguard_run_outcome="interrupted", instance="r1"} _x60 1x10
+	cronguard_runs_total{cronguard_job="nightly", cronguard_run_outcome="given_up", instance="r2"} _x65 1x5
+	cronguard_runs_total{cronguard_job="resumed", cronguard_run_outcome="interrupted", instance="r1"} _x60 1x10
+	cronguard_runs_total{cronguard_job="resumed", cronguard_run_outcome="succeeded", instance="r2"} _x61 1x9
+	cronguard_runs_total{cronguard_job="longago", cronguard_run_outcome="given_up", instance="r1"} 1x70
 	cronguard_occurrences_skipped_total{cronguard_job="stuck", cronguard_skip_reason="locked", instance="r2"} 0+1x70
 	cronguard_occurrences_skipped_total{cronguard_job="healthy", cronguard_skip_reason="claimed", instance="r2"} 0+1x70
 	cronguard_occurrences_skipped_total{cronguard_job="healthy", cronguard_skip_reason="clock_skew", instance="r3"} _x62 1x8
@@ -83,12 +88,13 @@ func TestRules_Evaluate(t *testing.T) {
 		return jobs
 	}
 	assert.Equal(t, []string{"growing", "new"}, firing("CronguardOccurrenceMissed"), "a new miss, and a first one")
-	assert.Equal(t, []string{"failing", "stuck"}, firing("CronguardNoRecentSuccess"),
-		"runs failed or the lease stayed held, and none succeeded (a first success counts)")
+	assert.Equal(t, []string{"failing", "nightly", "stuck"}, firing("CronguardNoRecentSuccess"),
+		"runs failed, were interrupted and given up, or the lease stayed held, and none succeeded (a first success counts: an interrupted run resumed elsewhere is quiet)")
 	assert.Equal(t, []string{"flaky"}, firing("CronguardLeaseLost"))
 	assert.Equal(t, []string{"healthy@r3"}, firing("CronguardClockSkewRefused"), "per replica")
 	assert.Equal(t, []string{"failing"}, firing("CronguardLeaseAcquireFailing"), "an old count is not a new failure")
 	assert.Equal(t, []string{"again", "report"}, firing("CronguardConflict"),
 		"a conflict found in the last hour, on its first count or again; not one found over an hour ago")
-	assert.Empty(t, firing("CronguardOccurrenceGivenUp"))
+	assert.Equal(t, []string{"nightly"}, firing("CronguardOccurrenceGivenUp"),
+		"an occurrence given up in the last hour, on its first count; not one given up over an hour ago")
 }
