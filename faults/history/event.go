@@ -14,7 +14,7 @@ const (
 	Boot          Kind = "boot"           // the replica process started
 	Ready         Kind = "ready"          // its scheduler started
 	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent, Attempt, Superseded
-	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, given_up, not_due, error), Err, First
+	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, given_up, not_due, invalid, error), Err, First
 	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
 	ExtendError   Kind = "extend_error"   // Store.Extend failed: Reason (not_held, unknown), Err, Sent
 	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall, Close
@@ -82,10 +82,12 @@ const (
 )
 
 // Reasons of an AcquireError beyond the lease's own (locked, claimed,
-// skew, error): the answers of a resume.
+// skew; error: any other, whose outcome is unknown): the answers of a
+// resume, and an acquire refused before any I/O.
 const (
 	AcquireGivenUp = "given_up" // lease.ErrGivenUp: no attempt remains or the deadline passed; First: this call marked it
 	AcquireNotDue  = "not_due"  // lease.ErrNotDue: the occurrence's backoff has not passed
+	AcquireInvalid = "invalid"  // lease.ErrInvalidArgument: refused before any I/O; it did not run
 )
 
 // Closes of a Release: what it did to the occurrence's completion record

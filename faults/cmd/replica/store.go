@@ -152,6 +152,8 @@ func acquireReason(err error) string {
 		return history.AcquireGivenUp
 	case errors.Is(err, lease.ErrNotDue):
 		return history.AcquireNotDue
+	case errors.Is(err, lease.ErrInvalidArgument):
+		return history.AcquireInvalid
 	default:
 		return "error"
 	}

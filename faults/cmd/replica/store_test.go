@@ -121,3 +121,16 @@ func TestRecordingStore_GivenUpMarks(t *testing.T) {
 	assert.Equal(t, history.Release, evs[8].Kind)
 	assert.Empty(t, evs[8].Close, "no completion record")
 }
+
+// TestRecordingStore_Acquire_InvalidIsNoLostReply: an acquire refused
+// before any I/O is recorded as invalid, not as an error whose outcome is
+// unknown (which the checker lets explain a miss).
+func TestRecordingStore_Acquire_InvalidIsNoLostReply(t *testing.T) {
+	s, read := recorded(t)
+	_, err := s.Acquire(t.Context(), prefix+"a", -time.Second)
+	require.ErrorIs(t, err, lease.ErrInvalidArgument)
+	evs := read()
+	require.Len(t, evs, 1)
+	assert.Equal(t, history.AcquireError, evs[0].Kind)
+	assert.Equal(t, history.AcquireInvalid, evs[0].Reason)
+}
