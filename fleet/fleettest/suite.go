@@ -53,6 +53,13 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Channel/PublishSubscribe", testChannel},
 		{"JobState/OneRead", testJobState},
 		{"ForceRelease/FreesTheKey", testForceRelease},
+		{"Completion/OpenThenDone", testCompletionOpenThenDone},
+		{"Completion/Backoff", testCompletionBackoff},
+		{"Completion/ReleaseGivenUp", testCompletionReleaseGivenUp},
+		{"Completion/GiveUpOnce", testCompletionGiveUp},
+		{"Completion/Index", testCompletionIndex},
+		{"Completion/ResumePaused", testCompletionResumePaused},
+		{"Completion/CloseValidation", testCompletionCloseValidation},
 	}
 	var wg sync.WaitGroup
 	for _, tt := range tests {

@@ -15,8 +15,16 @@
 -- ARGV[5] record tail built by the client: "key":...,"owner":...}
 -- ARGV[6] round, 0 for none
 -- ARGV[7] max skew in ms, 0 for none
+-- With lease.WithAttempts only (a completion record is kept):
+-- KEYS[5] pause key, always given; KEYS[6] completion record <prefix>:attempt:{G}
+-- ARGV[8] "<deadlineMs>|<max>", the policy; ARGV[9] "1" to honour the pause, "0" not
 --
 -- Returns
+--   {1, fence, expiresAtMs, acquiredAtMs, prevRound, round, attempt}
+--                                          acquired with attempts, superseding the
+--                                          open or running occurrence round (its
+--                                          last attempt "attempt"): the new record
+--                                          replaces its record, which gives it up
 --   {1, fence, expiresAtMs, acquiredAtMs, prevRound}  acquired; prevRound is
 --                                          the round recorded before this
 --                                          acquire (0: none, or no round given)
@@ -61,7 +69,7 @@ local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
 local round = ARGV[6] + 0
-if KEYS[5] and redis.call('EXISTS', KEYS[5]) == 1 then
+if KEYS[5] and ARGV[9] ~= '0' and redis.call('EXISTS', KEYS[5]) == 1 then
   -- Recorded as handled, within the skew bound: a fast clock must not
   -- record a future round while the key is paused.
   local skew = ARGV[7] + 0
@@ -108,4 +116,9 @@ redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acq
   ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
 if round > 0 then redis.call('SET', KEYS[4], ARGV[6]) end
+if ARGV[8] then -- completion record: attempt 1, running; an older open one is given up
+  local old = redis.call('SET', KEYS[6], ARGV[6] .. '|1|r|0|' .. ARGV[8], 'GET')
+  local r, a, st = string.match(old or '', '^(%d+)|(%d+)|([ro])|')
+  if r and r ~= ARGV[6] then return {1, fence, exp, now, prev, r + 0, a + 0} end
+end
 return {1, fence, exp, now, prev}

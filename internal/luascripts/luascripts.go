@@ -47,6 +47,23 @@ var AcquireTrigger string
 //go:embed release_status.lua
 var ReleaseStatus string
 
+// AcquireResume takes a lease for the next attempt of an open occurrence;
+// see acquire_resume.lua.
+//
+//go:embed acquire_resume.lua
+var AcquireResume string
+
+// GiveUp marks an open occurrence out of attempts or time given up; see
+// give_up.lua.
+//
+//go:embed give_up.lua
+var GiveUp string
+
+// Due reads the due entries of the index of open occurrences; see due.lua.
+//
+//go:embed due.lua
+var Due string
+
 // TriggerAdd queues a trigger; see trigger_add.lua.
 //
 //go:embed trigger_add.lua
@@ -144,5 +161,8 @@ func All() map[string]string {
 		"semaphore_held.lua":    SemaphoreHeld,
 		"acquire_queued.lua":    AcquireQueued,
 		"queue_leave.lua":       QueueLeave,
+		"acquire_resume.lua":    AcquireResume,
+		"give_up.lua":           GiveUp,
+		"due.lua":               Due,
 	}
 }

@@ -10,6 +10,12 @@
 -- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
 -- ARGV[2] the status, JSON, built by the client (it carries no lease ID)
 -- ARGV[3] the history's last index: its limit minus 1
+-- With a lease acquired with lease.WithAttempts only:
+-- KEYS[6] completion record <prefix>:attempt:{G}
+-- ARGV[4] the close: d (done), o (open) or g (given up)
+-- ARGV[5] "<round>|<attempt>|", ARGV[6] "|<deadlineMs>|<max>": the record's ends
+-- ARGV[7] with o: ms after now before the next attempt may start
+-- ARGV[8] with g: the "given_up" history entry, JSON
 --
 -- Returns {code, triggers}: code is release_lease.lua's (1 released, 0 not
 -- owner, -1 not found, -2 expired, -5 another data key, -9 unreadable);
@@ -22,6 +28,17 @@ if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('SET', KEYS[3], ARGV[2])
   redis.call('LPUSH', KEYS[5], ARGV[2])
+  if KEYS[6] then -- the attempt's end, in its completion record
+    local nb = 0
+    if ARGV[4] == 'o' then
+      local t = redis.call('TIME')
+      nb = t[1] * 1000 + t[2] / 1000 + ARGV[7]
+      nb = nb - nb % 1
+    elseif ARGV[4] == 'g' then
+      redis.call('LPUSH', KEYS[5], ARGV[8])
+    end
+    redis.call('SET', KEYS[6], string.format('%s%s|%d%s', ARGV[5], ARGV[4], nb, ARGV[6]))
+  end
   redis.call('LTRIM', KEYS[5], '0', ARGV[3])
   redis.pcall('SPUBLISH', KEYS[1], 'release')
   return {1, redis.call('LLEN', KEYS[4])}

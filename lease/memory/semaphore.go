@@ -85,6 +85,7 @@ func (s *Store) AcquireSemaphore(ctx context.Context, name string, limit int, tt
 		TTL:        ttl,
 		AcquiredAt: h.acquiredAt,
 		ExpiresAt:  h.expiresAt,
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}, nil
 }

@@ -36,6 +36,13 @@ func TestStore_Conformance(t *testing.T) {
 	})
 }
 
+func TestStore_CompletionConformance(t *testing.T) {
+	leasetest.RunCompletion(t, func(t *testing.T) leasetest.Env {
+		s, clock := newStore(t)
+		return leasetest.Env{Store: s, Wait: clock.Advance}
+	})
+}
+
 func TestStore_SemaphoreConformance(t *testing.T) {
 	leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
 		s, clock := newStore(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/leasetest"
 	"github.com/cronguard/cronguard/testutil"
@@ -42,6 +43,12 @@ var aclSemaphoreCommands = []string{"+zadd", "+zrem", "+zscore", "+zcard", "+zco
 // aclFairCommands are what fair waiters (lease.WithFairness) add: their
 // scripts keep a key's queue in a list and a hash of expiries.
 var aclFairCommands = []string{"+exists", "+hset", "+hget", "+hdel", "+rpush", "+lpop", "+lindex", "+lrem", "+llen", "+pttl"}
+
+// aclCompletionCommands are what completion records (lease.WithAttempts,
+// lease.WithResume, and fleet's index of open occurrences) add: the
+// "given_up" history entry, the run's status with its count of triggers,
+// and the index, a sorted set read by due.lua.
+var aclCompletionCommands = []string{"+lpush", "+ltrim", "+llen", "+zadd", "+zrem", "+zrangebyscore"}
 
 // aclRules returns the ACL SETUSER arguments after the user name for a user
 // with password secret, access to keys matching keyPattern, no channels,
@@ -119,6 +126,34 @@ func TestStore_ACL(t *testing.T) {
 			require.NoError(t, err)
 			return leasetest.Env{Store: st, Wait: time.Sleep}
 		})
+	})
+
+	t.Run("CompletionAsDocumentedUser", func(t *testing.T) {
+		doc, err := readACLDoc()
+		require.NoError(t, err)
+		assert.Contains(t, doc, strings.Join(aclCompletionCommands, " "), "docs/redis-acl.md lists the completion records' grants")
+		client := aclUser(t, admin, srv.redis.Addr, "cg-completion",
+			append(aclWaitRules("~cronguard:*", "&cronguard:*", aclCommands), aclCompletionCommands...))
+		leasetest.RunCompletion(t, func(t *testing.T) leasetest.Env {
+			st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
+			require.NoError(t, err)
+			return leasetest.Env{Store: st, Wait: time.Sleep}
+		})
+		ctx := t.Context()
+		st, err := New(client, WithPrefix("cronguard:"+uniquePrefix()), WithLogger(quietLogger()))
+		require.NoError(t, err)
+		l, err := st.Acquire(ctx, "job", time.Second, lease.WithRound(1),
+			lease.WithAttempts(lease.Attempts{Max: 2, Deadline: time.Now().Add(time.Hour)}))
+		require.NoError(t, err)
+		_, err = st.ReleaseWithStatus(ctx, l, fleet.Status{Close: fleet.CloseOpen})
+		require.NoError(t, err)
+		due, err := st.DueOccurrences(ctx, 10)
+		require.NoError(t, err)
+		assert.Len(t, due, 1, "the index is written and read")
+		ok, err := st.GiveUp(ctx, "job", 1)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		require.NoError(t, st.UnindexOccurrence(ctx, "job", 1, l.Attempts.Deadline))
 	})
 
 	t.Run("FairAsDocumentedUser", func(t *testing.T) {

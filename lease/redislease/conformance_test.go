@@ -19,6 +19,15 @@ func TestStore_Conformance(t *testing.T) {
 	})
 }
 
+// TestStore_CompletionConformance runs the completion records' contract
+// against a real redis-server, one unique prefix per subtest.
+func TestStore_CompletionConformance(t *testing.T) {
+	srv := startServer(t)
+	leasetest.RunCompletion(t, func(t *testing.T) leasetest.Env {
+		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
+	})
+}
+
 // TestStore_SemaphoreConformance runs the semaphore contract against a
 // real redis-server, one unique prefix per subtest.
 func TestStore_SemaphoreConformance(t *testing.T) {

@@ -78,7 +78,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
 		if outcomeUnknown(ctx, err) {
-			s.rollback(ctx, ks, ik, id, 0, ttl, name)
+			s.rollback(ctx, ks, ik, id, 0, 0, ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
 	}
@@ -97,7 +97,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 	}
 	fence, err := checkFence(r.v[1])
 	if err != nil {
-		s.rollback(ctx, ks, ik, id, 0, ttl, keyName(ks))
+		s.rollback(ctx, ks, ik, id, 0, 0, ttl, keyName(ks))
 		return nil, internalErr(op, keyName(ks), err)
 	}
 	s.warnFence(keyName(ks), fence, time.UnixMilli(r.v[3]))
@@ -109,6 +109,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key string, ttl time.Duration
 		TTL:        ttl,
 		AcquiredAt: time.UnixMilli(r.v[3]),
 		ExpiresAt:  time.UnixMilli(r.v[2]),
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
 }

@@ -50,7 +50,7 @@ func TestStore_Watch_EveryReleaseNotifies(t *testing.T) {
 				return err
 			}
 			ik, _ := indexKey(st.prefix, l.ID)
-			st.rollback(ctx, ks, ik, l.ID, 0, time.Second, "k")
+			st.rollback(ctx, ks, ik, l.ID, 0, 0, time.Second, "k")
 			return nil
 		}},
 		{"ForceRelease", func(ctx context.Context, l *lease.Lease) error {

@@ -107,6 +107,7 @@ func (s *Store) AcquireSemaphore(ctx context.Context, name string, limit int, tt
 		TTL:        ttl,
 		AcquiredAt: time.UnixMilli(r.v[3]),
 		ExpiresAt:  time.UnixMilli(r.v[2]),
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}, nil
 }

@@ -8,8 +8,32 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/internal/luascripts"
 	"github.com/cronguard/cronguard/lease"
 )
+
+// releaseStatusSHA is the SHA-1 of release_status.lua, for EVALSHA in a
+// pipeline (execWithIndex).
+var releaseStatusSHA = scriptSHA(luascripts.ReleaseStatus)
+
+// execWithIndex runs a script (by its SHA-1, and again by its source when
+// the server answers NOSCRIPT) pipelined with one command on the index of
+// open occurrences, in one round trip; the index sits in a slot of its
+// own, so the command is not part of the script. It returns the script's
+// result; an error of the index command is logged (the index is a hint).
+func (s *Store) execWithIndex(ctx context.Context, sha, src string, keys, args []string, index func() rueidis.Completed) rueidis.RedisResult {
+	// Commands are recycled once sent: the retry builds its own.
+	res := s.client.DoMulti(ctx,
+		s.client.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), index())
+	if isNoScript(res[0].Error()) {
+		res = s.client.DoMulti(ctx,
+			s.client.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), index())
+	}
+	if err := res[1].Error(); err != nil && res[0].Error() == nil {
+		s.log.Warn("could not update the index of open occurrences", "error", err)
+	}
+	return res[0]
+}
 
 // statusRecord is a fleet.Status as stored (JSON), with times in Unix ms.
 type statusRecord struct {
@@ -36,6 +60,9 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	if l == nil {
 		return 0, opErr(op, "", fmt.Errorf("%w: lease must not be nil", lease.ErrInvalidArgument))
 	}
+	if err := validateClose(st); err != nil {
+		return 0, opErr(op, "", err)
+	}
 	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
 	if !ok {
 		return 0, s.Release(ctx, l.ID)
@@ -60,9 +87,16 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	if err != nil {
 		return 0, internalErr(op, leaseName(l.ID), err)
 	}
-	resp := releaseStatusScript.Exec(ctx, s.client,
-		[]string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)},
-		[]string{head, string(raw), s.historyLast})
+	keys := []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)}
+	args := []string{head, string(raw), s.historyLast}
+	withAttempts := l.Attempts.Max > 0 && l.Round > 0
+	var resp rueidis.RedisResult
+	if withAttempts {
+		key, more := s.closeArgs(ks, l, st)
+		resp = s.execWithIndex(ctx, releaseStatusSHA, luascripts.ReleaseStatus, append(keys, key), append(args, more...), func() rueidis.Completed { return s.indexCmd(l, st) })
+	} else {
+		resp = releaseStatusScript.Exec(ctx, s.client, keys, args)
+	}
 	if err := resp.Error(); err != nil {
 		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
 	}
@@ -75,6 +109,9 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 		return int(r.v[1]), nil
 	case codeElsewhere:
 		return 0, s.Release(ctx, l.ID)
+	}
+	if withAttempts {
+		s.reindex(ctx, l)
 	}
 	return 0, notHeldCode(op, l.ID, r.v[0])
 }

@@ -159,20 +159,23 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if o.Trigger {
 		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o.PauseCheck)
 	}
-	if o.Attempts.Max > 0 || o.Resume > 0 {
-		return nil, opErr(op, keyName(ks), errNoCompletion)
+	if o.Resume > 0 {
+		return s.acquireResume(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o)
 	}
 	pause := "" // KEYS[5] only when the acquire honours a pause
 	if o.PauseCheck {
 		pause = ks.pause(s.prefix)
 	}
 	keys, args := acquireKeysArgs(ks, ik, pause, id, ttl, nkey, ownerJSON, o)
+	if o.Attempts.Max > 0 {
+		keys, args = s.attemptsKeysArgs(ks, keys, args, o)
+	}
 	sent := s.clock.Now()
 	resp := s.execAcquire(ctx, keys, args)
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
 		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
-			s.rollback(ctx, ks, ik, id, o.Round, ttl, name)
+			s.rollback(ctx, ks, ik, id, o.Round, 0, ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
 	}
@@ -201,11 +204,11 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		// The lease was taken but its token is unusable: give it back.
 		name := keyName(ks)
-		s.rollback(ctx, ks, ik, id, o.Round, ttl, name)
+		s.rollback(ctx, ks, ik, id, o.Round, 0, ttl, name)
 		return nil, internalErr(op, name, err)
 	}
 	s.warnFence(keyName(ks), fence, time.UnixMilli(v[3]))
-	return lease.Attach(s, &lease.Lease{
+	l := &lease.Lease{
 		Key:        nkey,
 		ID:         id,
 		Fence:      fence,
@@ -215,8 +218,17 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		ExpiresAt:  time.UnixMilli(v[2]),
 		Round:      o.Round,
 		PrevRound:  prevRound(o.Round, v[4]),
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
-	}), nil
+	}
+	if o.Attempts.Max > 0 {
+		l.Attempts = lease.Attempts{Max: o.Attempts.Max, Deadline: time.UnixMilli(o.Attempts.Deadline.UnixMilli())}
+		if r.n == 7 {
+			l.Superseded = &lease.Superseded{Round: v[5], Attempt: int(v[6])}
+			s.pushGivenUp(ctx, ks, keyName(ks), v[5], int(v[6]), time.UnixMilli(v[3]))
+		}
+	}
+	return lease.Attach(s, l), nil
 }
 
 // prevRound is Lease.PrevRound: the round recorded before the acquire, for
@@ -248,20 +260,25 @@ func keyName(ks keyset) string {
 	return "key#" + leasekit.Hash(ks.storage)[:8]
 }
 
-// rollback undoes an acquire of ks by id, which claimed round (0: none),
-// whose outcome is unknown or that must not stand (rollback.lua): it
-// releases the lease if the acquire took it and gives back its round if
-// that is still the recorded one. It uses a fresh context bounded by
+// rollback undoes an acquire of ks by id, which claimed round (0: none)
+// or resumed an occurrence (resumed: its round, else 0), whose outcome is
+// unknown or that must not stand (rollback.lua): it releases the lease if
+// the acquire took it and gives back its round if that is still the
+// recorded one, or sets a resumed occurrence's record back to open at the
+// attempt before. It uses a fresh context bounded by
 // min(ttl, rollbackTimeout), retries transient errors, and only logs what
 // happened.
-func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, round int64, ttl time.Duration, what string) {
+func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, round, resumed int64, ttl time.Duration, what string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(ttl, rollbackTimeout))
 	defer cancel()
 	head := recordHeadOpen + id + recordHeadClose
-	roundArg := strconv.FormatInt(round, 10)
+	keys, args := []string{ks.data, index, ks.round}, []string{head, strconv.FormatInt(round, 10)}
+	if resumed > 0 {
+		keys, args = append(keys, ks.attempt(s.prefix)), append(args, strconv.FormatInt(resumed, 10))
+	}
 	var code int64
 	attempts, err := retry.Do(rctx, func(ctx context.Context) error {
-		resp := rollbackScript.Exec(ctx, s.client, []string{ks.data, index, ks.round}, []string{head, roundArg})
+		resp := rollbackScript.Exec(ctx, s.client, keys, args)
 		if err := resp.Error(); err != nil {
 			return wrapErr(ctx, "rollback", what, err)
 		}
@@ -286,16 +303,18 @@ func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, round
 	}
 }
 
-// reply is a script reply of at most six integers: a single integer has
+// reply is a script reply of at most eight integers: a single integer has
 // n == 1.
 type reply struct {
 	n int
-	v [6]int64
+	v [8]int64
 }
 
 // acquired reports whether the reply is an acquire script's success:
-// {1, fence, expiresAtMs, acquiredAtMs, prevRound}.
-func (r reply) acquired() bool { return r.n == 5 && r.v[0] == 1 }
+// {1, fence, expiresAtMs, acquiredAtMs, prevRound}, or with attempts
+// {1, fence, expiresAtMs, acquiredAtMs, prevRound, supersededRound,
+// supersededAttempt}.
+func (r reply) acquired() bool { return (r.n == 5 || r.n == 7) && r.v[0] == 1 }
 
 // is reports whether the reply is the single integer code.
 func (r reply) is(code int64) bool { return r.n == 1 && r.v[0] == code }
@@ -306,7 +325,7 @@ func (r reply) bad() error {
 }
 
 // intsReply reads a script reply that is an integer or an array of at most
-// six integers, without allocating.
+// eight integers, without allocating.
 func intsReply(resp rueidis.RedisResult) (reply, error) {
 	m, err := resp.ToMessage()
 	if err != nil {
@@ -314,7 +333,7 @@ func intsReply(resp rueidis.RedisResult) (reply, error) {
 	}
 	if m.IsInt64() {
 		n, _ := m.AsInt64()
-		return reply{n: 1, v: [6]int64{n}}, nil
+		return reply{n: 1, v: [8]int64{n}}, nil
 	}
 	if !m.IsArray() {
 		return reply{}, fmt.Errorf("%w: neither integer nor array", errBadReply)

@@ -41,7 +41,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 				// claimed stays claimed (its value is unknown here): a
 				// scheduled occurrence at or before it is refused, as
 				// after a trigger that ran.
-				s.rollback(ctx, ks, ik, id, 0, ttl, name)
+				s.rollback(ctx, ks, ik, id, 0, 0, ttl, name)
 			}
 			return nil, wrapErr(ctx, op, name, err)
 		}
@@ -83,7 +83,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 	}
 	fence, err := checkFence(v[1])
 	if err != nil {
-		s.rollback(ctx, ks, ik, id, v[6], ttl, keyName(ks))
+		s.rollback(ctx, ks, ik, id, v[6], 0, ttl, keyName(ks))
 		return nil, internalErr(op, keyName(ks), err)
 	}
 	return lease.Attach(s, &lease.Lease{
@@ -97,6 +97,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 		Round:      v[6],
 		PrevRound:  v[7],
 		Trigger:    trigger,
+		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
 	}), nil
 }

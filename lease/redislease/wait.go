@@ -27,10 +27,14 @@ type replicaAck struct {
 var errReplicaAck = errors.New("replicas did not acknowledge the acquire in time")
 
 // acquireSHA is the SHA-1 of the acquire script, for EVALSHA.
-var acquireSHA = func() string {
-	sum := sha1.Sum([]byte(luascripts.Acquire))
+var acquireSHA = scriptSHA(luascripts.Acquire)
+
+// scriptSHA returns the SHA-1 of a script's source, hex, as EVALSHA names
+// it.
+func scriptSHA(src string) string {
+	sum := sha1.Sum([]byte(src))
 	return hex.EncodeToString(sum[:])
-}()
+}
 
 // WithReplicaAck makes every successful Acquire wait, with Redis's WAIT
 // command on the same connection as the acquire script, until at least

@@ -1,0 +1,88 @@
+-- acquire_resume: take the lease on one key for the next attempt of its
+-- last claimed round, when the round's completion record says the
+-- occurrence is open, atomically.
+--
+-- KEYS[1] lease data key     <prefix>:{G}
+-- KEYS[2] ID index key       <prefix>:id:{T}:<id>      (same slot as G)
+-- KEYS[3] fence counter      <prefix>:fence:{G}        (never deleted, never expires)
+-- KEYS[4] round record       <prefix>:round:{G}        (read only)
+-- KEYS[5] completion record  <prefix>:attempt:{G}      (never expires)
+-- KEYS[6] history key        <prefix>:history:{G}
+-- KEYS[7] pause key          <prefix>:pause:{G}; given only by an acquire
+--         that honours a pause
+-- ARGV[1] lease ID (22 characters)
+-- ARGV[2] ttl in ms
+-- ARGV[3] PX of the data key in ms (ttl + tolerance)
+-- ARGV[4] PX of the index key in ms (ttl + tolerance + retention)
+-- ARGV[5] record tail built by the client: "key":...,"owner":...}
+-- ARGV[6] the round to resume, as the round record stores it (digits)
+-- ARGV[7] the history's last index: its limit minus 1
+--
+-- The completion record is "round|attempt|state|notBeforeMs|deadlineMs|max",
+-- state r (running: an attempt holds or held the lease), o (released
+-- open), d (done) or g (given up).
+--
+-- Returns, in this order of checks:
+--   {-6}                                    the key is paused (KEYS[7] given)
+--   {-3}                                    the round record is not ARGV[6], the
+--                                           completion record is another round's, or
+--                                           the occurrence is done or given up
+--   {0, remainingMs}                        a live lease holds the key
+--   {-10, attempt}                          no attempt remains or the deadline has
+--                                           passed: marked given up now (this call),
+--                                           a "given_up" entry pushed on the history
+--   {-11, remainingMs}                      the backoff has not passed (>= 1)
+--   {1, fence, expiresAtMs, acquiredAtMs, attempt, deadlineMs, max}
+--                                           acquired as attempt "attempt"
+--   {-9}                                    unreadable record
+--
+-- The lease record and fence are those of acquire.lua; "prev" is the
+-- round itself (the round record is not changed), so rollback.lua, told
+-- no round, leaves the round record alone and sets the completion record
+-- back to open.
+local TOLERANCE_MS = 1000
+local t = redis.call('TIME')
+local now = t[1] * 1000 + t[2] / 1000
+now = now - now % 1
+
+if KEYS[7] and redis.call('EXISTS', KEYS[7]) == 1 then return {-6} end
+if redis.call('GET', KEYS[4]) ~= ARGV[6] then return {-3} end
+local rec = redis.call('GET', KEYS[5])
+if not rec then return {-3} end
+local r, a, st, nb, dl, mx = string.match(rec, '^(%d+)|(%d+)|(%a)|(%d+)|(%d+)|(%d+)$')
+if not r then return {-9} end
+if r ~= ARGV[6] or st == 'd' or st == 'g' then return {-3} end
+if st ~= 'r' and st ~= 'o' then return {-9} end
+
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local exp = tonumber(string.sub(cur, 50, 62))
+  if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
+    return {-9}
+  end
+  if exp > now - TOLERANCE_MS then
+    return {0, exp + TOLERANCE_MS - now}
+  end
+end
+
+a, nb, dl, mx = a + 0, nb + 0, dl + 0, mx + 0
+if a >= mx or now >= dl then
+  redis.call('SET', KEYS[5], string.format('%s|%d|g|%d|%d|%d', r, a, nb, dl, mx))
+  redis.call('LPUSH', KEYS[6], string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now))
+  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
+  return {-10, a}
+end
+if now < nb then return {-11, nb - now} end
+
+local fence = redis.call('INCR', KEYS[3])
+local floor = now * 100
+if fence < floor then
+  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+end
+local exp = now + ARGV[2]
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
+  ARGV[1], exp, now, fence, r, ARGV[5]), 'PX', ARGV[3])
+redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
+redis.call('SET', KEYS[5], string.format('%s|%d|r|%d|%d|%d', r, a + 1, nb, dl, mx))
+return {1, fence, exp, now, a + 1, dl, mx}
