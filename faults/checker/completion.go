@@ -69,8 +69,8 @@ type Completion struct {
 	Completed   int // of those, with an accepted write
 	GivenUp     int // of those, reported given up (and not completed)
 	Interrupted int // interrupted attempts the schedulers reported
-	Resumed     int // runs of attempt > 1 after an interrupted attempt (or one that never ended)
-	Retried     int // runs of attempt > 1 after a failed attempt
+	Resumed     int // runs of attempt > 1 after an interrupted attempt (or one that had not ended when it was acquired: its holder was dead or paused)
+	Retried     int // runs of attempt > 1 after a failed attempt that ended before it was acquired
 	Exceptions  []Exception
 }
 
@@ -123,7 +123,7 @@ func (ix *indexed) countAttempts(k key, c *Completion) {
 		if l.attempt <= 1 {
 			continue
 		}
-		if prev := byAttempt[l.attempt-1]; prev != nil && prev.failed(ix.interrupted[k]) {
+		if prev := byAttempt[l.attempt-1]; prev != nil && prev.failed(ix.interrupted[k]) && prev.runEnd < l.mono {
 			c.Retried++
 		} else {
 			c.Resumed++

@@ -147,6 +147,14 @@ func TestCheckCompletion_Done(t *testing.T) {
 			h.commit("r2", 2, 11000)
 			h.finish("r2", 2, 11001, "", history.CloseDone)
 		}, 1, 0, 1, 0},
+		{"resumed from a paused holder, whose run then failed", func(h *attemptHistory) {
+			h.attempt("r1", 1, 1, 10000)
+			h.fault(history.FaultStop, "r1", 10500, 14500)
+			h.attempt("r2", 2, 2, 14000)
+			h.finish("r1", 1, 14600, "boom", history.CloseOpen)
+			h.commit("r2", 2, 14700)
+			h.finish("r2", 2, 14701, "", history.CloseDone)
+		}, 1, 0, 1, 0},
 		{"retried after a failure", func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
 			h.finish("r1", 1, 10400, "boom", history.CloseOpen)
