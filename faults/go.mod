@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/cronguard/cronguard v0.0.0-00010101000000-000000000000
 	github.com/cronguard/cronguard/dbtest v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
@@ -18,7 +19,6 @@ require (
 )
 
 require (
-	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/go-co-op/gocron/v2 v2.21.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

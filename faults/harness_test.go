@@ -146,6 +146,8 @@ func TestFaults(t *testing.T) {
 	t.Logf("seed %d, fault phase %s, %d replicas, %d stalls\n%s", seed, duration, len(f.replicas), stalls, rep.Table())
 	require.NotZero(t, rep.Runs, "no run at all")
 	require.NotZero(t, rep.Occurrences, "no occurrence checked")
+	// (7) checks nothing unless a job with completion ran.
+	require.NotZero(t, rep.Completion.Claimed, "no occurrence of a job with completion was claimed (see the replicas' logs)")
 	if len(rep.Violations) > 0 {
 		if *flagDir == "" {
 			keep := filepath.Join(os.TempDir(), fmt.Sprintf("cronguard-faults-%d", seed))
@@ -254,8 +256,10 @@ func (f *fleet) one(t *testing.T, kind string, r *replica) {
 func (f *fleet) target(t *testing.T) *replica {
 	t.Helper()
 	if f.rng.Float64() < holderBias {
-		// The stubborn job first: its stale writes are what fencing stops.
-		for _, job := range []string{"stubborn", Jobs[f.rng.IntN(len(Jobs))].Name} {
+		// The nightly job first: its attempts are what completion resumes
+		// (it runs a fifth of the time). Then the stubborn job: its stale
+		// writes are what fencing stops.
+		for _, job := range []string{"nightly", "stubborn", Jobs[f.rng.IntN(len(Jobs))].Name} {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			info, err := f.leases.Lookup(ctx, scheduler.JobKeyPrefix+job)
 			cancel()

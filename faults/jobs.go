@@ -23,6 +23,22 @@ type JobSpec struct {
 	// must reject.
 	Stubborn    bool
 	StubbornFor [2]time.Duration
+
+	// Completion: the scheduler attempts an open occurrence of the job
+	// again (its attempt window, the interval, is longer than the TTL plus
+	// lease.ExpiryTolerance plus 2s), which the checker's (7) checks. It
+	// must say what the scheduler does with the job: shorter windows get
+	// one attempt.
+	Completion bool
+	// FailP is the probability that a run fails: it returns an error
+	// before its write (nothing committed). FailAfterWriteP is the
+	// probability that it fails after its write committed (its effect is
+	// made; the next attempt's write is refused as a duplicate).
+	FailP, FailAfterWriteP float64
+	// Retry, when at least 2, retries failed attempts (scheduler.WithRetry)
+	// up to Retry attempts in total, RetryAfter apart.
+	Retry      int
+	RetryAfter time.Duration
 }
 
 // Jobs are the jobs of every replica.
@@ -37,13 +53,19 @@ var Jobs = []JobSpec{
 		Short: [2]time.Duration{50 * time.Millisecond, 300 * time.Millisecond},
 		Long:  [2]time.Duration{time.Second, 3 * time.Second}, LongP: 0.6,
 		Stubborn: true, StubbornFor: [2]time.Duration{200 * time.Millisecond, 1500 * time.Millisecond}},
+	// Its occurrences outlive a fault: interrupted attempts (a kill, a
+	// stop, a cut, Shutdown) are resumed, failures retried, until the next
+	// occurrence.
+	{Name: "nightly", Every: 10 * time.Second, TTL: 2 * time.Second,
+		Short:      [2]time.Duration{500 * time.Millisecond, 4 * time.Second},
+		Completion: true, FailP: 0.2, FailAfterWriteP: 0.05, Retry: 3, RetryAfter: 200 * time.Millisecond},
 }
 
 // CheckerJobs returns Jobs as the checker describes them.
 func CheckerJobs() []checker.Job {
 	out := make([]checker.Job, len(Jobs))
 	for i, j := range Jobs {
-		out[i] = checker.Job{Name: j.Name, Every: j.Every, TTL: j.TTL}
+		out[i] = checker.Job{Name: j.Name, Every: j.Every, TTL: j.TTL, Completion: j.Completion}
 	}
 	return out
 }

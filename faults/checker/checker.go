@@ -21,6 +21,20 @@ type Job struct {
 	Name  string
 	Every time.Duration // the Every schedule's interval
 	TTL   time.Duration
+	// Completion: an open occurrence of the job is attempted again until
+	// it is done or reported given up, which (7) checks.
+	Completion bool
+	// Window is how long after an occurrence it may still be attempted
+	// (its deadline); zero means Every: until the next occurrence.
+	Window time.Duration
+}
+
+// window is j's Window, or Every when not set.
+func (j Job) window() time.Duration {
+	if j.Window > 0 {
+		return j.Window
+	}
+	return j.Every
 }
 
 // Input is what Check reads.
@@ -32,8 +46,9 @@ type Input struct {
 	// Jobs are the jobs the replicas run.
 	Jobs []Job
 	// From and To bound the occurrences checked by (4), inclusive. Zero
-	// values mean: from one interval after the last replica first became
-	// ready, to one interval before the first replica began to shut down.
+	// values mean: from one interval (the job's) after the last replica
+	// first became ready, to one interval before the first replica began
+	// to shut down.
 	From, To time.Time
 	// Slack: see DefaultSlack. Zero means DefaultSlack.
 	Slack time.Duration
@@ -41,7 +56,7 @@ type Input struct {
 
 // Violation is a broken guarantee.
 type Violation struct {
-	Check      int    // 1 to 6, as in the package documentation
+	Check      int    // 1 to 7, as in the package documentation
 	Job        string // the job (resource)
 	Occurrence int64  // Unix ms, when it applies
 	Detail     string
@@ -84,6 +99,8 @@ type Report struct {
 	// LostLeases are the lease overlaps (3) where the server may have lost
 	// the earlier lease with its data, one entry per pair of leases.
 	LostLeases []Explained
+	// Completion are the figures of (7), with its exceptions.
+	Completion Completion
 
 	Faults         map[string]int // injected faults by kind
 	Stalls         int            // stalls the harness's watchdog recorded
@@ -91,7 +108,7 @@ type Report struct {
 	Leases         int            // recorded acquires
 	Accepted       int            // rows in the writes table
 	Rejected       int            // writes refused with fencing.ErrStale
-	Duplicates     int            // writes refused with fencing.ErrDuplicate
+	Duplicates     int            // writes refused with fencing.ErrDuplicate: duplicate effects refused
 	WriteErrors    int            // writes that failed otherwise
 	Occurrences    int            // occurrences checked by (4)
 	CutHolders     int            // runs whose context ended with a lost/unconfirmed lease
@@ -135,6 +152,7 @@ func Check(in Input) Report {
 	checkMisses(in, ix, &r)
 	checkCancellation(ix, &r)
 	checkStarts(ix, &r)
+	checkCompletion(in, ix, &r)
 	sort.SliceStable(r.Violations, func(i, j int) bool { return r.Violations[i].Check < r.Violations[j].Check })
 	return r
 }

@@ -161,17 +161,20 @@ func (ix *indexed) lostWithData(l *leaseRec, t int64) string {
 	}
 }
 
-// claimLost explains why the claim of l's round may have been unknown to
-// the server when dup acquired the same occurrence: no claim of that
-// occurrence or a later one (by any recorded lease of the job in leases)
-// was surely in the server's data then. It returns "" if one was.
+// claimLost explains why the claim of l's round (and attempt) may have
+// been unknown to the server when dup acquired the same occurrence (at the
+// same attempt, or an earlier one): no claim of that occurrence at that
+// attempt or a later one, or of a later occurrence (by any recorded lease
+// of the job in leases), was surely in the server's data then. It returns
+// "" if one was.
 func (ix *indexed) claimLost(l, dup *leaseRec, leases []*leaseRec) string {
 	d := ix.lossOf(l.ops[0], dup.acquiredAt)
 	if d == nil {
 		return ""
 	}
 	for _, c := range leases {
-		if c != dup && c.occurrence >= dup.occurrence && c.acquiredAt < dup.acquiredAt && ix.surelyPresent(c.ops[0], dup.acquiredAt) {
+		later := c.occurrence > dup.occurrence || (c.occurrence == dup.occurrence && c.attempt >= dup.attempt)
+		if c != dup && later && c.acquiredAt < dup.acquiredAt && ix.surelyPresent(c.ops[0], dup.acquiredAt) {
 			return ""
 		}
 	}

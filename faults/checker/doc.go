@@ -58,13 +58,30 @@
 //     acquire (as in 3): the holder learns it at its next renewal, and
 //     fencing (1, 2) protects the effect.
 //
-//  6. Once per occurrence, started: no occurrence of a job is started by
-//     two leases, unless Redis may have lost the first lease's round claim
-//     with its data before the second acquire: a data loss lies between
-//     them, and no claim of that occurrence or a later one (by any recorded
-//     lease) was surely in the server's data at the second acquire. Such
-//     duplicate starts are counted and listed with their explanation;
-//     any other is a violation.
+//  6. Once per attempt, started: no attempt at an occurrence of a job is
+//     started by two leases (a later attempt of the occurrence, resumed or
+//     retried, is not a second start), unless Redis may have lost the
+//     first lease's claim with its data before the second acquire: a data
+//     loss lies between them, and no claim of that occurrence at that
+//     attempt or a later one, or of a later occurrence (by any recorded
+//     lease), was surely in the server's data at the second acquire. Such
+//     duplicate starts are counted and listed with their explanation; any
+//     other is a violation.
+//
+//  7. Completion: for a job with completion (Job.Completion), every
+//     occurrence a recorded lease claimed is completed (exactly one
+//     accepted write, (2) forbidding a second) or reported given up by a
+//     replica's scheduler, never both and never twice; it is never taken
+//     for done without its effect (released done, or its write refused as
+//     a duplicate, with no accepted write) and never attempted again after
+//     it was released done or reported given up. The exceptions, each
+//     counted and explained: Redis lost its data between the claim and
+//     the time the occurrence had to be resolved (data_lost); the
+//     replicas began to shut down before that time (open_at_end); the
+//     store marked it given up for a replica killed before reporting it
+//     (report_lost); it was committed by an attempt that never told the
+//     store it succeeded, and then given up (commit_unreported). See
+//     completion.go.
 //
 // Requests whose outcome was lost, for (4). An acquire is in flight across
 // a pause (SIGSTOP, or a stall) if it was sent before the pause began and

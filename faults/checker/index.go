@@ -31,6 +31,16 @@ type leaseRec struct {
 	releaseSeen               bool  // a release or release_error was recorded
 	cause                     string
 
+	// Completion (7): the lease's attempt at its occurrence (1 for the
+	// first), the earlier occurrence its acquire superseded (0: none),
+	// how its run ended, and what its release did to the occurrence.
+	attempt    int
+	superseded int64
+	runErr     string // the run's error; "" if it returned nil (or did not return)
+	close      string // the Close of a release that succeeded, "" if none
+	releasedOK int64  // Unix ns when a release that succeeded was recorded, 0 if none
+	writeWall  int64  // Unix ns when its accepted write was recorded, 0 if none
+
 	// ops are the acquire (first) and the extends that succeeded, and
 	// releases the releases that succeeded, with when the server may have
 	// run them: what a data loss may have kept or discarded.
@@ -125,6 +135,17 @@ type indexed struct {
 	history map[string][]history.Event
 	// extendErrors are the failed Extends, in Mono order.
 	extendErrors []history.Event
+
+	// Completion (7), by occurrence: the recorded leases (acquire
+	// order), the given_up reports, the interrupted reports, the store's
+	// marks of given up (an acquire that superseded it, a resume told
+	// given_up first, a release that closed it given up, a GiveUp that
+	// marked it) and the writes refused as duplicates.
+	leasesOf    map[key][]*leaseRec
+	givenUp     map[key][]history.Event
+	interrupted map[key][]history.Event
+	marks       map[key][]history.Event
+	dupRejects  map[key][]history.Event
 }
 
 // index reads events into an indexed run; slack is Input.Slack.
@@ -136,6 +157,12 @@ func index(events []history.Event, slack time.Duration) *indexed {
 		replicas: map[string]bool{},
 		ready:    map[string][]int64{},
 		history:  map[string][]history.Event{},
+
+		leasesOf:    map[key][]*leaseRec{},
+		givenUp:     map[key][]history.Event{},
+		interrupted: map[key][]history.Event{},
+		marks:       map[key][]history.Event{},
+		dupRejects:  map[key][]history.Event{},
 	}
 	evs := append([]history.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Mono < evs[j].Mono })
@@ -184,7 +211,8 @@ func index(events []history.Event, slack time.Duration) *indexed {
 		case history.Acquire:
 			l := &leaseRec{replica: e.Replica, job: e.Job, fence: e.Fence, occurrence: e.Occurrence,
 				acquiredAt: e.AcquiredAt, expiresAt: e.ExpiresAt, sent: e.Sent, mono: e.Mono,
-				ops: []leaseOp{{sent: e.AcquiredAt, done: e.AcquiredAt, expiresAt: e.ExpiresAt}}}
+				ops:     []leaseOp{{sent: e.AcquiredAt, done: e.AcquiredAt, expiresAt: e.ExpiresAt}},
+				attempt: attemptOf(e), superseded: e.Superseded}
 			ix.acquires = append(ix.acquires, l)
 			if ix.byFence[e.Job] == nil {
 				ix.byFence[e.Job] = map[uint64]*leaseRec{}
@@ -193,9 +221,34 @@ func index(events []history.Event, slack time.Duration) *indexed {
 			byLease[e.Replica+" "+e.Lease] = l
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
+			ix.leasesOf[k] = append(ix.leasesOf[k], l)
+			if e.Superseded != 0 {
+				ix.marks[key{e.Job, e.Superseded}] = append(ix.marks[key{e.Job, e.Superseded}], e)
+			}
 		case history.AcquireError, history.Skip:
 			k := key{e.Job, e.Occurrence}
 			ix.attempts[k] = append(ix.attempts[k], e)
+			if e.Kind == history.AcquireError && e.Reason == history.AcquireGivenUp && e.First {
+				ix.marks[k] = append(ix.marks[k], e)
+			}
+		case history.GiveUpMarked:
+			k := key{e.Job, e.Occurrence}
+			ix.marks[k] = append(ix.marks[k], e)
+		case history.GivenUp:
+			k := key{e.Job, e.Occurrence}
+			ix.givenUp[k] = append(ix.givenUp[k], e)
+		case history.Interrupted:
+			k := key{e.Job, e.Occurrence}
+			ix.interrupted[k] = append(ix.interrupted[k], e)
+		case history.WriteRejected:
+			if e.Reason == history.RejectDuplicate {
+				k := key{e.Job, e.Occurrence}
+				ix.dupRejects[k] = append(ix.dupRejects[k], e)
+			}
+		case history.WriteAccepted:
+			if l := get(e); l != nil && l.writeWall == 0 {
+				l.writeWall = e.Wall
+			}
 		case history.Extend:
 			if l := get(e); l != nil {
 				l.expiresAt = max(l.expiresAt, e.ExpiresAt)
@@ -207,6 +260,13 @@ func index(events []history.Event, slack time.Duration) *indexed {
 			if l := get(e); l != nil {
 				l.releasedAt, l.releaseSeen = e.SentWall/1e6, true
 				l.releases = append(l.releases, leaseOp{sent: e.SentWall / 1e6, done: e.Wall / 1e6})
+				if l.releasedOK == 0 {
+					l.releasedOK, l.close = e.Wall, e.Close
+				}
+				if e.Close == history.CloseGivenUp {
+					k := key{l.job, l.occurrence}
+					ix.marks[k] = append(ix.marks[k], e)
+				}
 			}
 		case history.ReleaseError:
 			if l := get(e); l != nil {
@@ -232,7 +292,7 @@ func index(events []history.Event, slack time.Duration) *indexed {
 			}
 		case history.RunEnd:
 			if l := get(e); l != nil {
-				l.runEnd, l.runEndWall = e.Mono, e.Wall
+				l.runEnd, l.runEndWall, l.runErr = e.Mono, e.Wall, e.Err
 			}
 		}
 	}
@@ -247,6 +307,11 @@ func index(events []history.Event, slack time.Duration) *indexed {
 	}
 	ix.unrecordedExtends(slack)
 	return ix
+}
+
+// attemptOf is e's attempt, 1 when not recorded.
+func attemptOf(e history.Event) int {
+	return max(e.Attempt, 1)
 }
 
 // sentMs is when the request e records was sent, in wall ms: its Sent

@@ -12,14 +12,14 @@ import (
 // checkMisses is (4): every occurrence in the window ran, or a miss is
 // explained.
 func checkMisses(in Input, ix *indexed, r *Report) {
-	from, to := window(in, ix)
-	if from.IsZero() || to.IsZero() || !from.Before(to) {
-		return
-	}
 	leases := ix.byJob()
 	for _, job := range in.Jobs {
 		step := job.Every.Milliseconds()
 		if step <= 0 {
+			continue
+		}
+		from, to := window(in, ix, job.Every)
+		if from.IsZero() || to.IsZero() || !from.Before(to) {
 			continue
 		}
 		flights := ix.flights(job)
@@ -80,14 +80,11 @@ func (ix *indexed) claimedNotRun(job Job, o int64) (why string, explained bool) 
 	return "", false
 }
 
-// window returns the occurrences (4) checks: Input's From and To, or from
-// one interval after the last replica first became ready to one interval
-// before the first replica began to shut down.
-func window(in Input, ix *indexed) (from, to time.Time) {
-	var step time.Duration
-	for _, j := range in.Jobs {
-		step = max(step, j.Every)
-	}
+// window returns the occurrences (4) checks of a job whose interval is
+// step: Input's From and To, or from one interval after the last replica
+// first became ready to one interval before the first replica began to
+// shut down.
+func window(in Input, ix *indexed, step time.Duration) (from, to time.Time) {
 	from, to = in.From, in.To
 	if from.IsZero() {
 		var last int64

@@ -8,7 +8,8 @@ import (
 )
 
 // Table returns the report as a summary table (faults by kind, runs,
-// writes, misses, handovers, violations), one "name  value" line each.
+// writes, misses, completion, handovers, violations), one "name  value"
+// line each.
 func (r Report) Table() string {
 	var b strings.Builder
 	row := func(name string, v any) { fmt.Fprintf(&b, "  %-28s %v\n", name, v) }
@@ -30,7 +31,7 @@ func (r Report) Table() string {
 	row("leases lost with data", len(r.LostLeases))
 	row("writes accepted", r.Accepted)
 	row("writes rejected (stale)", r.Rejected)
-	row("writes refused (duplicate)", r.Duplicates)
+	row("writes refused (duplicate)", r.Duplicates) // duplicate effects, refused
 	row("writes failed (other)", r.WriteErrors)
 	row("occurrences checked", r.Occurrences)
 	reasons := map[string]int{}
@@ -38,14 +39,24 @@ func (r Report) Table() string {
 		reasons[m.Reason]++
 	}
 	row("misses explained", len(r.Misses))
-	rs := make([]string, 0, len(reasons))
-	for k := range reasons {
-		rs = append(rs, k)
-	}
-	sort.Strings(rs)
-	for _, k := range rs {
+	for _, k := range sortedKeys(reasons) {
 		row("  "+k, reasons[k])
 	}
+	c := r.Completion
+	row("occurrences claimed (7)", c.Claimed)
+	row("  completed", c.Completed)
+	row("  given up", c.GivenUp)
+	excepted := map[string]int{}
+	for _, e := range c.Exceptions {
+		excepted[e.Reason]++
+	}
+	row("  exceptions", len(c.Exceptions))
+	for _, k := range sortedKeys(excepted) {
+		row("    "+k, excepted[k])
+	}
+	row("attempts interrupted", c.Interrupted)
+	row("attempts resumed", c.Resumed)
+	row("attempts retried", c.Retried)
 	row("holders cut off (ctx lost)", r.CutHolders)
 	row("handovers checked (5)", r.Handovers-r.Exempt)
 	row("  exempt (paused/killed)", r.Exempt)
@@ -59,8 +70,8 @@ func (r Report) Table() string {
 }
 
 // Details lists what the checker explained, one line each: the duplicate
-// starts and lease overlaps that data loss explains, and the misses with
-// their reasons.
+// starts and lease overlaps that data loss explains, the misses with their
+// reasons, and the occurrences excepted from (7).
 func (r Report) Details() string {
 	var b strings.Builder
 	line := func(what, job string, occ int64, why string) {
@@ -75,5 +86,18 @@ func (r Report) Details() string {
 	for _, m := range r.Misses {
 		line("miss ("+m.Reason+")", m.Job, m.Occurrence, m.Explanation)
 	}
+	for _, e := range r.Completion.Exceptions {
+		line("not completed ("+e.Reason+")", e.Job, e.Occurrence, e.Explanation)
+	}
 	return b.String()
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -5,8 +5,11 @@ import (
 	"sort"
 )
 
-// checkStarts is (6): an occurrence of a job is started by one lease. A
-// second start is explained only when the server may have lost the first
+// checkStarts is (6): an attempt at an occurrence of a job is started by
+// one lease (an occurrence without completion has one attempt). A later
+// attempt of the occurrence, acquired after an earlier one, is not a
+// second start: the store handed the occurrence on (7). A second start is
+// explained only when the server may have lost the first
 // lease's round claim with its data before the second acquire (claimLost);
 // it is then counted, with its explanation, never hidden. Fencing
 // (AdvanceOnce) is what keeps the occurrence's effect single: (2).
@@ -30,6 +33,9 @@ func checkStarts(ix *indexed, r *Report) {
 		sort.SliceStable(runs, func(i, j int) bool { return runs[i].acquiredAt < runs[j].acquiredAt })
 		for i, dup := range runs[1:] {
 			for _, l := range runs[:i+1] {
+				if dup.attempt > l.attempt {
+					continue // a later attempt, resumed or retried
+				}
 				if len(l.ops) == 0 || len(dup.ops) == 0 {
 					r.Violations = append(r.Violations, Violation{Check: 6, Job: k.job, Occurrence: k.occ, Detail: fmt.Sprintf(
 						"started twice: by lease %d of %s and lease %d of %s, one of whose acquires is not recorded",
@@ -41,8 +47,8 @@ func checkStarts(ix *indexed, r *Report) {
 					continue
 				}
 				r.Violations = append(r.Violations, Violation{Check: 6, Job: k.job, Occurrence: k.occ, Detail: fmt.Sprintf(
-					"started twice: lease %d of %s (acquired %s) and lease %d of %s (acquired %s); no data loss between them may have lost the round's claim",
-					l.fence, l.replica, ms(l.acquiredAt), dup.fence, dup.replica, ms(dup.acquiredAt))})
+					"attempt %d started twice: lease %d of %s (acquired %s) and lease %d of %s (acquired %s, attempt %d); no data loss between them may have lost the round's claim",
+					l.attempt, l.fence, l.replica, ms(l.acquiredAt), dup.fence, dup.replica, ms(dup.acquiredAt), dup.attempt)})
 			}
 		}
 	}

@@ -13,20 +13,23 @@ type Kind string
 const (
 	Boot          Kind = "boot"           // the replica process started
 	Ready         Kind = "ready"          // its scheduler started
-	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent
-	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, error), Err
+	Acquire       Kind = "acquire"        // Store.Acquire succeeded: Lease, Fence, AcquiredAt, ExpiresAt, Sent, Attempt, Superseded
+	AcquireError  Kind = "acquire_error"  // Store.Acquire failed: Reason (locked, claimed, skew, given_up, not_due, invalid, error), Err, First
 	Extend        Kind = "extend"         // Store.Extend succeeded: ExpiresAt, Sent
 	ExtendError   Kind = "extend_error"   // Store.Extend failed: Reason (not_held, unknown), Err, Sent
-	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall
-	ReleaseError  Kind = "release_error"  // Store.Release failed: Reason (not_held, unknown), Err, Sent, SentWall
+	Release       Kind = "release"        // Store.Release succeeded: Sent, SentWall, Close
+	ReleaseError  Kind = "release_error"  // Store.Release failed: Reason (not_held, unknown), Err, Sent, SentWall, Close
 	Skip          Kind = "skip"           // scheduler skipped an occurrence: Reason
-	RunStart      Kind = "run_start"      // the job function was called
+	RunStart      Kind = "run_start"      // the job function was called: Attempt
 	CtxDone       Kind = "ctx_done"       // the run's context ended while the job ran: Cause
 	WriteAccepted Kind = "write_accepted" // fenced write committed: WriteID
 	WriteRejected Kind = "write_rejected" // fenced write refused: Reason (stale: fencing.ErrStale; duplicate: fencing.ErrDuplicate), Err
 	WriteError    Kind = "write_error"    // write failed for another reason: Err
 	RunEnd        Kind = "run_end"        // the job function returned: Err
 	LeaseLost     Kind = "lease_lost"     // scheduler reported the lease lost: Cause
+	Interrupted   Kind = "interrupted"    // scheduler reported an attempt interrupted (left open): Attempt, Cause, Err
+	GivenUp       Kind = "given_up"       // scheduler reported the occurrence given up: Attempt (its last)
+	GiveUpMarked  Kind = "give_up_marked" // the store's GiveUp marked the occurrence given up for this replica, which must report it
 	Shutdown      Kind = "shutdown"       // the replica is shutting down
 )
 
@@ -78,6 +81,23 @@ const (
 	OutcomeUnknown = "unknown"  // the reply was lost or unreadable: the request may have run
 )
 
+// Reasons of an AcquireError beyond the lease's own (locked, claimed,
+// skew; error: any other, whose outcome is unknown): the answers of a
+// resume, and an acquire refused before any I/O.
+const (
+	AcquireGivenUp = "given_up" // lease.ErrGivenUp: no attempt remains or the deadline passed; First: this call marked it
+	AcquireNotDue  = "not_due"  // lease.ErrNotDue: the occurrence's backoff has not passed
+	AcquireInvalid = "invalid"  // lease.ErrInvalidArgument: refused before any I/O; it did not run
+)
+
+// Closes of a Release: what it did to the occurrence's completion record
+// (empty for a lease without attempts, or a plain Release).
+const (
+	CloseDone    = "done"     // the attempt succeeded: the occurrence is done
+	CloseOpen    = "open"     // the attempt failed or was interrupted: it may be attempted again
+	CloseGivenUp = "given_up" // the attempt failed and the occurrence is given up
+)
+
 // Reasons of a WriteRejected.
 const (
 	RejectStale     = "stale"     // fencing.ErrStale: a greater token was recorded
@@ -110,6 +130,21 @@ type Event struct {
 	ExpiresAt  int64 `json:"expires_at,omitempty"`  // server time, Unix ms
 	Sent       int64 `json:"sent,omitempty"`        // CLOCK_MONOTONIC when the request was sent, ns
 	SentWall   int64 `json:"sent_wall,omitempty"`   // CLOCK_REALTIME when the request was sent, Unix ns
+
+	// Attempt is the attempt at the occurrence (1 for the first) of an
+	// acquire, a run or an interruption, and the last attempt of a given
+	// up occurrence; 0 when not recorded (read as 1).
+	Attempt int `json:"attempt,omitempty"`
+	// Superseded is the round (Unix ms) of an earlier occurrence that a
+	// round acquire found still open and the store marked given up, which
+	// the acquirer must report; 0 if none.
+	Superseded int64 `json:"superseded,omitempty"`
+	// First, on an AcquireError given_up: this call marked the occurrence
+	// given up (exactly one caller does), and must report it.
+	First bool `json:"first,omitempty"`
+	// Close is what a Release did to the occurrence's record: CloseDone,
+	// CloseOpen or CloseGivenUp; empty for a lease without attempts.
+	Close string `json:"close,omitempty"`
 
 	Reason  string `json:"reason,omitempty"`
 	Cause   string `json:"cause,omitempty"`

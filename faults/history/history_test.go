@@ -3,6 +3,7 @@ package history
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -131,4 +132,36 @@ func TestWriter_Write_DataLostKeepsTheCopyBounds(t *testing.T) {
 	assert.Equal(t, in.CopyEnd, evs[0].CopyEnd)
 	assert.Zero(t, evs[1].CopyStart, "a wipe has no copy")
 	assert.NotZero(t, evs[1].Wall, "the instant the data was replaced")
+}
+
+func TestWriter_Write_CompletionFieldsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r1.jsonl")
+	w, err := Create(path, "r1")
+	require.NoError(t, err)
+	in := []Event{
+		{Kind: Acquire, Job: "nightly", Occurrence: 10000, Attempt: 2, Superseded: 0},
+		{Kind: Acquire, Job: "nightly", Occurrence: 20000, Attempt: 1, Superseded: 10000},
+		{Kind: AcquireError, Job: "nightly", Occurrence: 10000, Reason: AcquireGivenUp, First: true},
+		{Kind: Release, Job: "nightly", Occurrence: 10000, Close: CloseOpen},
+		{Kind: Interrupted, Job: "nightly", Occurrence: 10000, Attempt: 2, Cause: CauseShutdown},
+		{Kind: GivenUp, Job: "nightly", Occurrence: 10000, Attempt: 3},
+		{Kind: RunStart, Job: "ticker", Occurrence: 500},
+	}
+	for _, e := range in {
+		require.NoError(t, w.Write(e))
+	}
+	require.NoError(t, w.Close())
+	evs, err := ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, evs, len(in))
+	for i, e := range evs {
+		assert.Equal(t, in[i].Kind, e.Kind)
+		assert.Equal(t, in[i].Attempt, e.Attempt, "event %d", i)
+		assert.Equal(t, in[i].Superseded, e.Superseded, "event %d", i)
+		assert.Equal(t, in[i].First, e.First, "event %d", i)
+		assert.Equal(t, in[i].Close, e.Close, "event %d", i)
+	}
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Split(string(raw), "\n")[6], "attempt", "an unrecorded attempt is omitted")
 }

@@ -3,8 +3,12 @@
 // the accepted writes (writes.json). It prints the report and the
 // violations, and exits 1 if there are any, 2 if the directory cannot be
 // read. With -explain it first lists what the checker explained: the
-// misses with their reasons, and the duplicate starts and lease overlaps
-// that Redis's data loss explains.
+// misses with their reasons, the duplicate starts and lease overlaps
+// that Redis's data loss explains, and the occurrences of jobs with
+// completion that were neither completed nor given up, or both, with
+// their exception (data_lost, open_at_end, report_lost,
+// commit_unreported). The report counts the interrupted, resumed and
+// retried attempts and the given up occurrences the histories record.
 //
 //	go run ./faults/cmd/recheck /tmp/cronguard-faults-543781262
 //	go run ./faults/cmd/recheck -explain /tmp/cronguard-faults-543781262
@@ -27,7 +31,7 @@ import (
 )
 
 func main() {
-	explain := flag.Bool("explain", false, "list the explained misses, duplicate starts and lease overlaps first")
+	explain := flag.Bool("explain", false, "list the explained misses, duplicate starts, lease overlaps and completion exceptions first")
 	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: recheck [-explain] DIR (a directory TestFaults kept)") }
 	flag.Parse()
 	if flag.NArg() != 1 {

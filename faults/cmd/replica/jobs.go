@@ -33,6 +33,9 @@ func (w *worker) between(r [2]time.Duration) time.Duration {
 }
 
 func (w *worker) chance(p float64) bool {
+	if p <= 0 {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.rng.Float64() < p
@@ -44,7 +47,9 @@ func (w *worker) fn(spec faults.JobSpec) func(ctx context.Context) error {
 		run, _ := scheduler.RunFromContext(ctx)
 		base := history.Event{Job: spec.Name, Occurrence: run.Occurrence.UnixMilli(),
 			Fence: uint64(run.Fence), Lease: lease.ShortID(run.LeaseID)}
-		w.record(base, history.RunStart, nil)
+		start := base
+		start.Attempt = run.Attempt
+		w.record(start, history.RunStart, nil)
 		stopWatch := context.AfterFunc(ctx, func() {
 			ev := base
 			ev.Cause = causeOf(context.Cause(ctx))
@@ -81,8 +86,23 @@ func (w *worker) body(ctx context.Context, spec faults.JobSpec, base history.Eve
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	return w.write(ctx, spec, base)
+	if w.chance(spec.FailP) {
+		return errFailed
+	}
+	if err := w.write(ctx, spec, base); err != nil {
+		return err
+	}
+	if w.chance(spec.FailAfterWriteP) {
+		return errFailedAfterWrite
+	}
+	return nil
 }
+
+// The failures a job with FailP or FailAfterWriteP returns.
+var (
+	errFailed           = errors.New("replica: the job failed (injected)")
+	errFailedAfterWrite = errors.New("replica: the job failed after its write committed (injected)")
+)
 
 // write records the run's fence and occurrence for the job's resource
 // (fencing.AdvanceOnceFromContext: refused if a greater token or this

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/redis/rueidis"
 
@@ -109,7 +110,11 @@ func run(name, addr, dsn, histPath string, seed int64, initDB bool) error {
 	w := &worker{hist: hist, db: db, name: name,
 		rng: rand.New(rand.NewPCG(uint64(seed), h.Sum64()^uint64(os.Getpid())))}
 	for _, spec := range faults.Jobs {
-		if err := s.Register(spec.Name, scheduler.Every(spec.Every), w.fn(spec), scheduler.WithTTL(spec.TTL)); err != nil {
+		opts := []scheduler.JobOption{scheduler.WithTTL(spec.TTL)}
+		if spec.Retry >= 2 {
+			opts = append(opts, scheduler.WithRetry(spec.Retry, backoff.NewConstantBackOff(spec.RetryAfter)))
+		}
+		if err := s.Register(spec.Name, scheduler.Every(spec.Every), w.fn(spec), opts...); err != nil {
 			return err
 		}
 	}
@@ -152,7 +157,8 @@ func connect(addr string) (rueidis.Client, error) {
 	}
 }
 
-// observe records the scheduler's skips and lease losses.
+// observe records the scheduler's skips, lease losses, interrupted
+// attempts and given up occurrences.
 func observe(hist *history.Writer, e scheduler.Event) {
 	ev := history.Event{Job: e.Job, Occurrence: e.Occurrence.UnixMilli(), Fence: uint64(e.Fence), Lease: e.ShortLeaseID}
 	switch e.Kind {
@@ -161,6 +167,13 @@ func observe(hist *history.Writer, e scheduler.Event) {
 	case scheduler.EventLeaseLost:
 		ev.Kind, ev.Cause = history.LeaseLost, causeOf(e.Err)
 		ev.Err = e.Err.Error()
+	case scheduler.EventInterrupted:
+		ev.Kind, ev.Attempt, ev.Cause = history.Interrupted, e.Attempt, causeOf(e.Err)
+		if e.Err != nil {
+			ev.Err = e.Err.Error()
+		}
+	case scheduler.EventGivenUp:
+		ev.Kind, ev.Attempt = history.GivenUp, e.Attempt
 	default:
 		return
 	}
