@@ -3,6 +3,7 @@ package redislease
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -33,6 +34,7 @@ var (
 	acquireResumeScript = rueidis.NewLuaScript(luascripts.AcquireResume)
 	giveUpScript        = rueidis.NewLuaScript(luascripts.GiveUp)
 	dueScript           = rueidis.NewLuaScript(luascripts.Due)
+	acquireResumeSHA    = scriptSHA(luascripts.AcquireResume)
 )
 
 // The codes of acquire_resume.lua beyond acquire.lua's.
@@ -172,10 +174,10 @@ func (s *Store) acquireResume(ctx context.Context, ks keyset, ik, id string, ttl
 	}
 	args := append(baseArgs[:5:5], round, s.historyLast)
 	sent := s.clock.Now()
-	resp := acquireResumeScript.Exec(ctx, s.client, keys, args)
+	resp := s.execAcquireWith(ctx, acquireResumeScript, acquireResumeSHA, luascripts.AcquireResume, keys, args)
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
-		if outcomeUnknown(ctx, err) {
+		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
 			s.rollback(ctx, ks, ik, id, 0, o.Resume, ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
