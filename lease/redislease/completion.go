@@ -248,7 +248,7 @@ func givenUpEntry(round int64, attempt int, replica string, at time.Time) string
 // either way.
 func (s *Store) pushGivenUp(ctx context.Context, ks keyset, what string, round int64, attempt int, at time.Time) {
 	hk := ks.history(s.prefix)
-	res := s.client.DoMulti(context.WithoutCancel(ctx),
+	res := s.client.DoMulti(ctx,
 		s.client.B().Lpush().Key(hk).Element(givenUpEntry(round, attempt, "", at)).Build(),
 		s.client.B().Ltrim().Key(hk).Start(0).Stop(int64(s.historyLimit-1)).Build())
 	for _, r := range res {
@@ -315,7 +315,7 @@ func (s *Store) serverNow(l *lease.Lease) time.Time {
 // an occurrence that nobody resumes.
 func (s *Store) reindex(ctx context.Context, l *lease.Lease) {
 	member := dueMember(l.Key, l.Round, l.Attempts.Deadline.UnixMilli())
-	err := s.client.Do(context.WithoutCancel(ctx), s.client.B().Zadd().Key(openIndex(s.prefix)).ScoreMember().
+	err := s.client.Do(ctx, s.client.B().Zadd().Key(openIndex(s.prefix)).ScoreMember().
 		ScoreMember(float64(l.AcquiredAt.UnixMilli()), member).Build()).Error()
 	if err != nil {
 		s.log.Warn("could not put an occurrence back in the index after a release that no longer held its lease", "lease", lease.ShortID(l.ID), "error", err)
