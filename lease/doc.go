@@ -44,6 +44,16 @@
 //     the same atomic step. Round records, too, are kept forever. A time
 //     round further ahead of the server's clock than its maximum skew is
 //     refused with ErrClockSkew and nothing is recorded.
+//   - Completion: a round acquire with WithAttempts records its occurrence
+//     (attempt 1, running) beside the round, under a policy of attempts and
+//     a deadline; WithResume claims the next attempt of the last claimed
+//     round while that record says the occurrence is open (released open,
+//     or running with no live lease), attempts remain, the deadline has not
+//     passed and its backoff has. Giving an occurrence up (a resume out of
+//     attempts or time, a newer round's acquire that supersedes it) changes
+//     the record in the same atomic step, so it is reported exactly once
+//     (GivenUpError.First, Lease.Superseded). Completion records are kept
+//     forever, like rounds.
 //   - Validation happens before any I/O: a bad key, TTL, ID or option fails
 //     with ErrInvalidArgument and a message naming the rule.
 //

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/leasetest"
 	"github.com/cronguard/cronguard/scheduler"

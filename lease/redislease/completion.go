@@ -3,6 +3,7 @@ package redislease
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -33,6 +34,7 @@ var (
 	acquireResumeScript = rueidis.NewLuaScript(luascripts.AcquireResume)
 	giveUpScript        = rueidis.NewLuaScript(luascripts.GiveUp)
 	dueScript           = rueidis.NewLuaScript(luascripts.Due)
+	acquireResumeSHA    = scriptSHA(luascripts.AcquireResume)
 )
 
 // The codes of acquire_resume.lua beyond acquire.lua's.
@@ -172,10 +174,10 @@ func (s *Store) acquireResume(ctx context.Context, ks keyset, ik, id string, ttl
 	}
 	args := append(baseArgs[:5:5], round, s.historyLast)
 	sent := s.clock.Now()
-	resp := acquireResumeScript.Exec(ctx, s.client, keys, args)
+	resp := s.execAcquireWith(ctx, acquireResumeScript, acquireResumeSHA, luascripts.AcquireResume, keys, args)
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
-		if outcomeUnknown(ctx, err) {
+		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
 			s.rollback(ctx, ks, ik, id, 0, o.Resume, ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
@@ -246,7 +248,7 @@ func givenUpEntry(round int64, attempt int, replica string, at time.Time) string
 // either way.
 func (s *Store) pushGivenUp(ctx context.Context, ks keyset, what string, round int64, attempt int, at time.Time) {
 	hk := ks.history(s.prefix)
-	res := s.client.DoMulti(context.WithoutCancel(ctx),
+	res := s.client.DoMulti(ctx,
 		s.client.B().Lpush().Key(hk).Element(givenUpEntry(round, attempt, "", at)).Build(),
 		s.client.B().Ltrim().Key(hk).Start(0).Stop(int64(s.historyLimit-1)).Build())
 	for _, r := range res {
@@ -313,7 +315,7 @@ func (s *Store) serverNow(l *lease.Lease) time.Time {
 // an occurrence that nobody resumes.
 func (s *Store) reindex(ctx context.Context, l *lease.Lease) {
 	member := dueMember(l.Key, l.Round, l.Attempts.Deadline.UnixMilli())
-	err := s.client.Do(context.WithoutCancel(ctx), s.client.B().Zadd().Key(openIndex(s.prefix)).ScoreMember().
+	err := s.client.Do(ctx, s.client.B().Zadd().Key(openIndex(s.prefix)).ScoreMember().
 		ScoreMember(float64(l.AcquiredAt.UnixMilli()), member).Build()).Error()
 	if err != nil {
 		s.log.Warn("could not put an occurrence back in the index after a release that no longer held its lease", "lease", lease.ShortID(l.ID), "error", err)

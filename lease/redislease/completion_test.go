@@ -160,3 +160,25 @@ func TestParseDue_SkipsForeignMembers(t *testing.T) {
 	assert.Equal(t, fleet.Due{Key: "job", Round: 5, Deadline: time.UnixMilli(9), At: time.UnixMilli(1000)}, got[0])
 	assert.Equal(t, "k", got[1].Key)
 }
+
+// TestStore_Acquire_ResumeWaitsForReplicas: with WithReplicaAck a resume
+// waits for the replicas like any acquire, and one they did not
+// acknowledge is rolled back, its attempt unused.
+func TestStore_Acquire_ResumeWaitsForReplicas(t *testing.T) {
+	srv := startServer(t)
+	prefix := uniquePrefix()
+	st, err := New(srv.client, WithPrefix(prefix), WithLogger(quietLogger()))
+	require.NoError(t, err)
+	acked, err := New(srv.client, WithPrefix(prefix), WithLogger(quietLogger()), WithReplicaAck(1, 50*time.Millisecond))
+	require.NoError(t, err)
+	ctx := t.Context()
+	l := acquireWithAttempts(t, st, "job", 3, 3)
+	require.NoError(t, l.Release(ctx))
+
+	_, err = acked.Acquire(ctx, "job", time.Second, lease.WithResume(3))
+	require.ErrorIs(t, err, lease.ErrUnavailable, "no replica acknowledges on a lone server")
+	r, err := st.Acquire(ctx, "job", time.Second, lease.WithResume(3))
+	require.NoError(t, err, "the unacknowledged resume was rolled back")
+	assert.Equal(t, 2, r.Attempt, "and used no attempt")
+	require.NoError(t, r.Release(ctx))
+}

@@ -92,6 +92,10 @@
 //	P:id:{T}:<id>      ID index, value P:{G}, PX = ttl + ExpiryTolerance + ExpiredRetention
 //	P:fence:{G}        fence counter, never expires
 //	P:round:{G}        highest round, never expires
+//	P:attempt:{G}      completion record, "round|attempt|state|notBeforeMs|deadlineMs|max",
+//	                   never expires; only with lease.WithAttempts (see completion.go)
+//	P:open             index of open and running occurrences (fleet.Store.DueOccurrences):
+//	                   sorted set, "<round>:<deadlineMs>:<key>" -> ms when due; its own slot
 //
 // T is a short fixed tag in G's slot. A lease ID's first three characters
 // encode that slot (so all of a lease's keys are in one slot and the index

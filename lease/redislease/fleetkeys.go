@@ -11,6 +11,8 @@ import "strings"
 //	P:trigger:{G}                        queued triggers: "<expiresAtMs>|<queuedAtMs>|<id>"
 //	P:status:{G}                         the last run's status, JSON
 //	P:history:{G}                        the last runs' statuses, JSON, newest first (a list)
+//	P:attempt:{G}                        the completion record (completion.go)
+//	P:open                               the index of open occurrences (completion.go)
 //	P:fleet:{fleet}:replicas           live replicas: sorted set, ID -> expiry (server ms)
 //	P:fleet:{fleet}:replica:<ID>       a replica's entry, JSON, expiring
 //	P:fleet:{fleet}:generation         changes whenever an entry is published

@@ -75,12 +75,19 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // script's keys), and turns an acquire that was not acknowledged by enough
 // replicas into an errReplicaAck error, which Acquire rolls back.
 func (s *Store) execAcquire(ctx context.Context, keys, args []string) rueidis.RedisResult {
+	return s.execAcquireWith(ctx, acquireScript, acquireSHA, luascripts.Acquire, keys, args)
+}
+
+// execAcquireWith is execAcquire for any script that takes a lease and
+// answers acquire.lua's success ({1, fence, ...}): script, its SHA-1 and
+// its source.
+func (s *Store) execAcquireWith(ctx context.Context, script *rueidis.Lua, sha, src string, keys, args []string) rueidis.RedisResult {
 	if s.ack.replicas == 0 {
-		return acquireScript.Exec(ctx, s.client, keys, args)
+		return script.Exec(ctx, s.client, keys, args)
 	}
-	res := s.client.DoMulti(ctx, s.evalAcquire(true, keys, args), s.waitCmd())
+	res := s.client.DoMulti(ctx, s.evalAcquire(sha, "", keys, args), s.waitCmd())
 	if isNoScript(res[0].Error()) {
-		res = s.client.DoMulti(ctx, s.evalAcquire(false, keys, args), s.waitCmd())
+		res = s.client.DoMulti(ctx, s.evalAcquire("", src, keys, args), s.waitCmd())
 	}
 	if res[0].Error() != nil || !acquiredReply(res[0]) {
 		return res[0] // failed, locked, claimed: nothing was written to wait for
@@ -101,11 +108,12 @@ func (s *Store) execAcquire(ctx context.Context, keys, args []string) rueidis.Re
 	return rueidis.NewErrorResult(fmt.Errorf("%w: %d of %d replicas within %s", errReplicaAck, acked, s.ack.replicas, s.ack.timeout))
 }
 
-func (s *Store) evalAcquire(sha bool, keys, args []string) rueidis.Completed {
-	if sha {
-		return s.client.B().Evalsha().Sha1(acquireSHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+// evalAcquire builds EVALSHA sha, or EVAL src when sha is "".
+func (s *Store) evalAcquire(sha, src string, keys, args []string) rueidis.Completed {
+	if sha != "" {
+		return s.client.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
-	return s.client.B().Eval().Script(luascripts.Acquire).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	return s.client.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 func (s *Store) waitCmd() rueidis.Completed {
@@ -113,7 +121,8 @@ func (s *Store) waitCmd() rueidis.Completed {
 }
 
 // acquiredReply reports whether an acquire script reply says the lease was
-// taken: {1, fence, expiresAtMs, acquiredAtMs, prevRound}.
+// taken: {1, fence, expiresAtMs, acquiredAtMs, ...} of five or seven
+// integers (acquire.lua, acquire_resume.lua).
 func acquiredReply(resp rueidis.RedisResult) bool {
 	r, err := intsReply(resp)
 	return err == nil && r.acquired()
