@@ -29,7 +29,7 @@ import (
 // sharded pub/sub grants, with which releases wake waiters.
 var (
 	schedulerLeaseCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+incrby"}
-	schedulerFleetCommands = []string{"+exists", "+lpop", "+llen", "+lrange", "+lpush", "+ltrim", "+zadd", "+zrem", "+zremrangebyscore", "+zrange", "+mget", "+publish", "+subscribe"}
+	schedulerFleetCommands = []string{"+exists", "+lpop", "+llen", "+lrange", "+lpush", "+ltrim", "+zadd", "+zrem", "+zremrangebyscore", "+zrangebyscore", "+zrange", "+mget", "+publish", "+subscribe"}
 	schedulerWaitCommands  = []string{"+spublish", "+ssubscribe", "+sunsubscribe"}
 )
 

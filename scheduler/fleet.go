@@ -38,6 +38,11 @@ type controlPlane struct {
 	done   chan struct{}
 	unsub  func()
 
+	// indexFailing: the last read of the fleet's index of open
+	// occurrences failed (warned once, until a read works again). Only
+	// the control loop reads and writes it.
+	indexFailing bool
+
 	mu       sync.Mutex
 	reported map[string]bool // the conflicts reported and not resolved since, by ID
 }

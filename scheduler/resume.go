@@ -150,9 +150,18 @@ func (cp *controlPlane) lookForOpen() {
 	ctx, cancel := cp.opContext()
 	defer cancel()
 	due, err := cp.store.DueOccurrences(ctx, maxDue)
-	if err != nil {
+	switch {
+	case err != nil && !cp.indexFailing:
+		cp.indexFailing = true
+		cp.s.log.Warn("could not read the fleet's index of open occurrences; interrupted and failed occurrences are not resumed here until it works again",
+			slog.Any("error", err))
+		return
+	case err != nil:
 		cp.s.log.Debug("could not read the index of open occurrences", slog.Any("error", err))
 		return
+	case cp.indexFailing:
+		cp.indexFailing = false
+		cp.s.log.Info("the fleet's index of open occurrences can be read again")
 	}
 	s := cp.s
 	for _, d := range due {
