@@ -55,6 +55,12 @@ type childConfig struct {
 	DSN     string  `json:"dsn"`   // PostgreSQL, for the job's effect
 	Job     jobSpec `json:"job"`
 	Does    string  `json:"does"` // holdUntilStopped or commitThenHold
+	// AlignToStart, with Job.Every, sets Job.Offset so that an occurrence
+	// falls when the replica starts, which it then catches up: its
+	// deadline, the next occurrence, is a whole period away however long
+	// the process took to start. The notes of its runs tell the parent
+	// which occurrence it is.
+	AlignToStart bool `json:"align_to_start,omitempty"`
 }
 
 // jobSpec is a job as every replica of a test registers it: the same
@@ -114,7 +120,8 @@ func child(sigctx context.Context, raw string) error {
 		return err
 	}
 	defer client.Close()
-	store, err := redislease.New(client)
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := redislease.New(client, redislease.WithLogger(logger))
 	if err != nil {
 		return err
 	}
@@ -124,7 +131,6 @@ func child(sigctx context.Context, raw string) error {
 	}
 	defer db.Close()
 
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := scheduler.New(store, scheduler.WithInstanceID(cfg.Replica), scheduler.WithLogger(logger),
 		scheduler.WithObserver(func(e scheduler.Event) { emit(noteOf(e)) }))
 	if err != nil {
@@ -136,10 +142,13 @@ func child(sigctx context.Context, raw string) error {
 				return err
 			}
 			r, _ := scheduler.RunFromContext(ctx)
-			emit(note{Kind: kindCommitted, Replica: r.Replica, Attempt: r.Attempt, Occurrence: r.Occurrence, At: time.Now()})
+			emit(note{Kind: kindCommitted, Replica: r.Replica, Attempt: r.Attempt, Fence: int64(r.Fence), Occurrence: r.Occurrence, At: time.Now()})
 		}
 		<-ctx.Done() // the work goes on until Shutdown, or the process dies
 		return context.Cause(ctx)
+	}
+	if cfg.AlignToStart && cfg.Job.Every > 0 {
+		cfg.Job.Offset = time.Duration(time.Now().UnixMilli()%cfg.Job.Every.Milliseconds()) * time.Millisecond
 	}
 	if err := cfg.Job.register(s, job); err != nil {
 		return err
@@ -241,11 +250,11 @@ func killed(ps *os.ProcessState) bool {
 // test did it.
 func startReplica(t *testing.T, srv *testutil.Redis, name string, spec jobSpec, fn func(context.Context) error, j *journal, extra ...scheduler.JobOption) (*scheduler.Scheduler, *lockedBuffer) {
 	t.Helper()
-	store, err := redislease.New(srv.Client(t))
-	require.NoError(t, err)
 	log := &lockedBuffer{}
-	s, err := scheduler.New(store, scheduler.WithInstanceID(name), scheduler.WithObserver(j.observe),
-		scheduler.WithLogger(slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	logger := slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	store, err := redislease.New(srv.Client(t), redislease.WithLogger(logger))
+	require.NoError(t, err)
+	s, err := scheduler.New(store, scheduler.WithInstanceID(name), scheduler.WithObserver(j.observe), scheduler.WithLogger(logger))
 	require.NoError(t, err)
 	require.NoError(t, spec.register(s, fn, extra...))
 	require.NoError(t, s.Start())

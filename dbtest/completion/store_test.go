@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ type fleetStore struct {
 func newFleetStore(t *testing.T, srv *testutil.Redis) fleetStore {
 	t.Helper()
 	admin := srv.Client(t)
-	store, err := redislease.New(admin)
+	store, err := redislease.New(admin, redislease.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	return fleetStore{Store: store, admin: admin}
 }
@@ -81,4 +82,13 @@ func (fs fleetStore) indexSize(t *testing.T) int64 {
 func (fs fleetStore) waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, storeWaitBound, 20*time.Millisecond, what)
+}
+
+// jobState reads what the store holds about the job key, at the store's
+// time (JobState.Now).
+func (fs fleetStore) jobState(t *testing.T, key string) fleet.JobState {
+	t.Helper()
+	st, err := fs.JobState(t.Context(), key)
+	require.NoError(t, err)
+	return st
 }
