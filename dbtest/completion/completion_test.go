@@ -63,6 +63,7 @@ func TestCompletion_Shutdown_ResumedElsewhereWithin2s(t *testing.T) {
 	t.Logf("attempt 2 started on b %s after a's release (%s after SIGTERM)", afterRelease, afterTerm)
 	assert.LessOrEqual(t, afterRelease, resumeBound, "attempt 2 started within %s of the release", resumeBound)
 	j.waitFor(t, "b's attempt 2 succeeded", storeWaitBound, event(scheduler.EventSucceeded, "b").attempt(occ, 2))
+	j.waitFor(t, "b released attempt 2, recording it", storeWaitBound, event(scheduler.EventReleased, "b").attempt(occ, 2))
 
 	ps := a.wait(t, childStopBound)
 	assert.Equal(t, 0, ps.ExitCode(), "a shut down cleanly")
@@ -131,6 +132,7 @@ func TestCompletion_Kill_ResumedWithinTTLPlus2s(t *testing.T) {
 
 	second := j.waitFor(t, "b's attempt 2", deathBound+time.Second, event(scheduler.EventStarted, "b").attempt(occ, 2))
 	j.waitFor(t, "b's attempt 2 succeeded", storeWaitBound, event(scheduler.EventSucceeded, "b").attempt(occ, 2))
+	j.waitFor(t, "b released attempt 2, recording it", storeWaitBound, event(scheduler.EventReleased, "b").attempt(occ, 2))
 	runs := fs.historyOf(t, spec.key(), occ)
 	b := runOf(t, runs, "b", 2)
 	afterKill, afterExpiry := b.Started.Sub(dead.Now), b.Started.Sub(dead.Holder.ExpiresAt)
@@ -193,6 +195,7 @@ func TestCompletion_KillAfterCommit_DuplicateSucceedsOnce(t *testing.T) {
 
 	second := j.waitFor(t, "b's attempt 2", deathBound+time.Second, event(scheduler.EventStarted, "b").attempt(occ, 2))
 	j.waitFor(t, "b's attempt 2 succeeded", storeWaitBound, event(scheduler.EventSucceeded, "b").attempt(occ, 2))
+	j.waitFor(t, "b released attempt 2, recording it", storeWaitBound, event(scheduler.EventReleased, "b").attempt(occ, 2))
 	b := runOf(t, fs.historyOf(t, spec.key(), occ), "b", 2)
 	t.Logf("attempt 2 started on b %s after the kill (store's clock; %s on the wall clock), %s after the occurrence",
 		b.Started.Sub(dead.Now), second.At.Sub(kill), b.Started.Sub(occ))
