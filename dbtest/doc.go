@@ -4,7 +4,9 @@
 //
 // It lives in a module of its own, with the tests that need a SQL driver
 // (the fencing package's behaviour on PostgreSQL and SQLite, in
-// dbtest/fencing), so that neither pgx nor the SQLite driver is in the
+// dbtest/fencing; the scheduler's completion on a redis-server and
+// PostgreSQL, with replicas killed and stopped, in dbtest/completion), so
+// that neither pgx nor the SQLite driver is in the
 // dependency graph of a service that imports cronguard.
 //
 // StartPostgres takes the server binaries from PATH or from the Debian
