@@ -48,7 +48,12 @@ type RunRecord struct {
 	// Replica is the instance ID of the replica that ran it
 	// (scheduler.WithInstanceID); "" when the replica did not say.
 	Replica string
-	// Started is when the lease was acquired, in the store's time.
+	// Started is when the lease was acquired, in the store's time. For
+	// an attempt that no replica recorded (its replica died, or released
+	// without a status) and the store recorded "interrupted" when the next
+	// attempt took over or the occurrence was given up, and for a
+	// "given_up" entry, Started and Ended are when the store did so, and
+	// Replica and Fence are empty.
 	Started time.Time
 	// Ended is when the run ended, approximately: Started plus the run's
 	// duration on the replica's clock.

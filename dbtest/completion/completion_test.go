@@ -143,6 +143,8 @@ func TestCompletion_Kill_ResumedWithinTTLPlus2s(t *testing.T) {
 
 	assert.Equal(t, "succeeded", b.Outcome)
 	t.Logf("history of the occurrence: %v", outcomes(runs))
+	assert.Equal(t, []string{"/1/interrupted", "b/2/succeeded"}, outcomes(runs),
+		"the store records the dead attempt interrupted (no replica did) when b takes over")
 	assert.Equal(t, []effect{{Attempt: 2, Replica: "b", Fence: second.Fence}}, effectsOf(t, db, occ),
 		"the effect committed once, by attempt 2")
 	assert.Equal(t, []int{1, 2}, attemptsStarted(j, occ), "attempts of the occurrence")
@@ -210,6 +212,7 @@ func TestCompletion_KillAfterCommit_DuplicateSucceedsOnce(t *testing.T) {
 	assert.Len(t, j.all(event(scheduler.EventSucceeded, "").of(occ)), 1)
 	assert.Equal(t, "succeeded", b.Outcome)
 	t.Logf("history of the occurrence: %v", outcomes(fs.historyOf(t, spec.key(), occ)))
+	assert.Equal(t, []string{"/1/interrupted", "b/2/succeeded"}, outcomes(fs.historyOf(t, spec.key(), occ)))
 	assert.Equal(t, []effect{{Attempt: 1, Replica: "a", Fence: committed.Fence}}, effectsOf(t, db, occ),
 		"the effect committed once, by attempt 1")
 }

@@ -166,10 +166,14 @@ func testCompletionGiveUp(t *testing.T, env Env) {
 
 	runs, _, err := env.Store.History(ctx, key, 0, 10)
 	require.NoError(t, err)
-	require.Len(t, runs, 1, "interrupted attempts record no run; the give-up does")
+	require.Len(t, runs, 3, "attempts released without a status (no replica recorded their end) are recorded interrupted by the store, then the give-up")
 	assert.Equal(t, fleet.OutcomeGivenUp, runs[0].Outcome)
 	assert.Equal(t, 2, runs[0].Attempt)
 	assert.True(t, runs[0].Occurrence.Equal(time.UnixMilli(400)))
+	assert.Equal(t, fleet.OutcomeInterrupted, runs[1].Outcome)
+	assert.Equal(t, 2, runs[1].Attempt)
+	assert.Equal(t, fleet.OutcomeInterrupted, runs[2].Outcome)
+	assert.Equal(t, 1, runs[2].Attempt)
 }
 
 // testCompletionIndex: the index lists what is due at the store's now,
@@ -252,4 +256,43 @@ func testCompletionCloseValidation(t *testing.T, env Env) {
 	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithResume(600))
 	require.ErrorIs(t, err, lease.ErrRoundClaimed, "a lease without attempts writes no record")
 	assert.Empty(t, due(t, env, key))
+}
+
+// testCompletionDeadHolder: an attempt whose holder died (its lease ran
+// out, never released) is recorded "interrupted" in the history by the
+// store when the next attempt takes over, since no replica recorded its
+// end; and so is the last attempt of an occurrence given up after its
+// holder died.
+func testCompletionDeadHolder(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:completion-dead-holder"
+	short := 200 * time.Millisecond
+	probe, err := env.Store.Acquire(ctx, key+"/clock", ttl)
+	require.NoError(t, err)
+	require.NoError(t, env.Store.Release(ctx, probe.ID))
+	_, err = env.Store.Acquire(ctx, key, short, lease.WithRound(500),
+		lease.WithAttempts(lease.Attempts{Max: 2, Deadline: probe.AcquiredAt.Add(time.Hour)}))
+	require.NoError(t, err)
+	env.Wait(short + lease.ExpiryTolerance + margin)
+
+	second, err := env.Store.Acquire(ctx, key, short, lease.WithResume(500))
+	require.NoError(t, err)
+	assert.Equal(t, 2, second.Attempt)
+	runs, _, err := env.Store.History(ctx, key, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "the dead attempt is in the history")
+	assert.Equal(t, fleet.OutcomeInterrupted, runs[0].Outcome)
+	assert.Equal(t, 1, runs[0].Attempt)
+	assert.NotEmpty(t, runs[0].Error, "the entry says why")
+
+	env.Wait(short + lease.ExpiryTolerance + margin) // the second holder dies too: out of attempts
+	ok, err := env.Store.GiveUp(ctx, key, 500)
+	require.NoError(t, err)
+	require.True(t, ok)
+	runs, _, err = env.Store.History(ctx, key, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 3)
+	assert.Equal(t, fleet.OutcomeGivenUp, runs[0].Outcome)
+	assert.Equal(t, fleet.OutcomeInterrupted, runs[1].Outcome)
+	assert.Equal(t, 2, runs[1].Attempt)
 }

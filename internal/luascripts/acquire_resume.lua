@@ -28,6 +28,10 @@
 --                                           completion record is another round's, or
 --                                           the occurrence is done or given up
 --   {0, remainingMs}                        a live lease holds the key
+-- An attempt left running by a holder that died (state r, no live lease)
+-- gets an "interrupted" entry on the history first: no replica recorded its
+-- end.
+--
 --   {-10, attempt}                          no attempt remains or the deadline has
 --                                           passed: marked given up now (this call),
 --                                           a "given_up" entry pushed on the history
@@ -41,6 +45,7 @@
 -- no round, leaves the round record alone and sets the completion record
 -- back to open.
 local TOLERANCE_MS = 1000
+local DEAD_HOLDER = 'its replica stopped renewing the lease and never released it (it died or lost the store)'
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1
@@ -66,6 +71,13 @@ if cur then
 end
 
 a, nb, dl, mx = a + 0, nb + 0, dl + 0, mx + 0
+if st == 'r' then
+  -- The attempt's holder died (or lost the store) and never released:
+  -- no replica recorded its end, so the history gets it here.
+  redis.call('LPUSH', KEYS[6], string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"%s"}', r, a, now, DEAD_HOLDER))
+  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
+end
 if a >= mx or now >= dl then
   redis.call('SET', KEYS[5], string.format('%s|%d|g|%d|%d|%d', r, a, nb, dl, mx))
   redis.call('LPUSH', KEYS[6], string.format(

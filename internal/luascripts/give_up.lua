@@ -37,6 +37,11 @@ if st == 'r' then
 end
 a = a + 0
 if a < mx + 0 and now < dl then return {0, dl} end
+if st == 'r' then
+  -- Its holder died and never released: no replica recorded the attempt's end.
+  redis.call('LPUSH', KEYS[3], string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"its replica stopped renewing the lease and never released it (it died or lost the store)"}', r, a, now))
+end
 redis.call('SET', KEYS[2], string.format('%s|%d|g|%s|%d|%s', r, a, nb, dl, mx))
 redis.call('LPUSH', KEYS[3], string.format(
   '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now))

@@ -56,6 +56,27 @@ func (e indexEntry) member() string {
 	return strconv.FormatInt(e.round, 10) + ":" + strconv.FormatInt(e.deadlineMs, 10) + ":" + e.key
 }
 
+// deadHolder is the error of the "interrupted" history entry a store
+// records for an attempt whose holder died: no replica recorded its end.
+const deadHolder = "its replica stopped renewing the lease and never released it (it died or lost the store)"
+
+// recordDead pushes the "interrupted" entry of c's attempt when it was left
+// running by a holder that died (no live lease, never released). The
+// caller holds s.mu.
+func (s *Store) recordDead(ks *keyState, c *completion, now time.Time) {
+	if c.state != stateRunning || live(ks.cur, now) {
+		return
+	}
+	ks.record(fleet.RunRecord{
+		Occurrence: time.UnixMilli(c.round),
+		Attempt:    max(c.attempt, 1),
+		Started:    now,
+		Ended:      now,
+		Outcome:    fleet.OutcomeInterrupted,
+		Error:      deadHolder,
+	}, s.historyLimit)
+}
+
 // giveUp marks c given up and pushes a "given_up" entry on the key's
 // history. The caller holds s.mu and has checked that c was open or
 // running.
@@ -102,6 +123,7 @@ func (s *Store) acquireResume(key string, ks *keyState, ttl time.Duration, o lea
 	if live(ks.cur, now) {
 		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
 	}
+	s.recordDead(ks, c, now)
 	if c.exhausted(now) {
 		s.giveUp(ks, c, "", now)
 		return nil, opError(op, &lease.GivenUpError{Round: c.round, Attempt: c.attempt, First: true})
@@ -271,6 +293,7 @@ func (s *Store) GiveUp(ctx context.Context, key string, round int64) (bool, erro
 	if !c.open(ks, now) || !c.exhausted(now) {
 		return false, nil
 	}
+	s.recordDead(ks, c, now)
 	s.giveUp(ks, c, "", now)
 	return true, nil
 }
