@@ -60,6 +60,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Completion/Index", testCompletionIndex},
 		{"Completion/ResumePaused", testCompletionResumePaused},
 		{"Completion/CloseValidation", testCompletionCloseValidation},
+		{"Completion/SupersededByTrigger", testCompletionSupersededByTrigger},
 	}
 	var wg sync.WaitGroup
 	for _, tt := range tests {
