@@ -50,7 +50,8 @@
 //     round while that record says the occurrence is open (released open,
 //     or running with no live lease), attempts remain, the deadline has not
 //     passed and its backoff has. Giving an occurrence up (a resume out of
-//     attempts or time, a newer round's acquire that supersedes it) changes
+//     attempts or time, a newer round's acquire with WithAttempts or a
+//     trigger's acquire that supersedes it) changes
 //     the record in the same atomic step, so it is reported exactly once
 //     (GivenUpError.First, Lease.Superseded). Completion records are kept
 //     forever, like rounds.

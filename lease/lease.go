@@ -88,10 +88,12 @@ type Lease struct {
 	// the lease has no completion record, and ReleaseWithStatus (package
 	// fleet) then writes none.
 	Attempts Attempts
-	// Superseded is set by a round acquire with WithAttempts that found an
-	// earlier round's occurrence still open or running with no live lease:
-	// that occurrence will never complete. The store marked it given up in
-	// the same step, so exactly one acquire reports it. nil otherwise.
+	// Superseded is set by a round acquire with WithAttempts, or a trigger's
+	// acquire (WithTrigger), that found an earlier round's occurrence still
+	// open or running with no live lease: that occurrence will never
+	// complete (no resume claims a round once a later one is claimed). The
+	// store marked it given up in the same step, so exactly one acquire
+	// reports it. nil otherwise.
 	Superseded *Superseded
 	// Deadline is the local time, on the Store's clock, up to which the
 	// lease can be trusted: the moment the acquire request was sent, plus

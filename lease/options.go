@@ -132,7 +132,10 @@ func WithPauseCheck() AcquireOption {
 // the millisecond after the recorded round when that is not earlier, so
 // every run's occurrence follows every round claimed before it, and a
 // later acquire of a round at or before it fails with ErrRoundClaimed; it
-// cannot be combined with WithRound. It checks a pause only with
+// cannot be combined with WithRound. An earlier occurrence whose
+// completion record (WithAttempts) is still open or running with no live
+// lease can then never be resumed: the acquire marks it given up and
+// reports it in Lease.Superseded, once. It checks a pause only with
 // WithPauseCheck (package inspect refuses to trigger a paused job; the
 // scheduler's trigger acquires honour a pause that came after the
 // trigger).

@@ -206,9 +206,10 @@ func (s *Scheduler) givenUp(j *job, name string, occ time.Time, attempt int, why
 	s.emit(j, Event{Kind: EventGivenUp, Job: name, Occurrence: occ, Attempt: attempt})
 }
 
-// reportSuperseded reports the occurrence that the round claim l gave up:
-// it was still open (or its attempt's holder had died) when a later
-// occurrence was claimed, and the store marked it given up, once.
+// reportSuperseded reports the occurrence that the claim l gave up (a
+// scheduled round with attempts, or a trigger's run: execute calls it for
+// every run): it was still open (or its attempt's holder had died) when a
+// later occurrence was claimed, and the store marked it given up, once.
 func (s *Scheduler) reportSuperseded(j *job, l *lease.Lease) {
 	if sup := l.Superseded; sup != nil {
 		s.givenUp(j, j.name, time.UnixMilli(sup.Round).In(s.cfg.location), sup.Attempt, "a later occurrence was claimed")

@@ -456,3 +456,53 @@ func TestScheduler_AttemptsOf_Rule(t *testing.T) {
 		})
 	}
 }
+
+// A trigger's run claims a round after every claimed one, so an
+// occurrence still open when it starts can never be resumed: the replica
+// that runs the trigger reports it given up, once (here the occurrence of
+// a replica that died before its run was indexed, so nobody resumed it).
+func TestScheduler_Completion_TriggerSupersedesAnOpenOccurrence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		time.Sleep(30 * time.Second)
+		occ := time.Now().Add(-30 * time.Second).Truncate(time.Millisecond)
+		dead, err := store.Acquire(t.Context(), "job:nightly", 3*time.Second, lease.WithRound(occ.UnixMilli()),
+			lease.WithAttempts(lease.Attempts{Max: 3, Deadline: occ.Add(time.Hour)}))
+		require.NoError(t, err)
+		time.Sleep(dead.TTL + 2*time.Second) // its holder died: running, no live lease
+
+		var runs atomic.Int32
+		var ev events
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		require.NoError(t, s.Register("nightly", Every(time.Hour), func(context.Context) error {
+			runs.Add(1)
+			return nil
+		}))
+		require.NoError(t, s.Start())
+		for range 2 {
+			synctest.Wait()
+			_, err = store.AddTrigger(t.Context(), "job:nightly", "ops", time.Minute)
+			require.NoError(t, err)
+			synctest.Wait()
+		}
+
+		assert.Equal(t, int32(2), runs.Load(), "both triggers ran")
+		given := ev.of(EventGivenUp)
+		require.Len(t, given, 1, "the superseded occurrence is reported given up, once")
+		assert.True(t, given[0].Occurrence.Equal(occ), "occurrence %s, want %s", given[0].Occurrence, occ)
+		assert.Equal(t, 1, given[0].Attempt)
+		assert.Equal(t, uint64(1), s.Stats().GivenUp)
+		_, err = store.Acquire(t.Context(), "job:nightly", time.Minute, lease.WithResume(occ.UnixMilli()))
+		require.ErrorIs(t, err, lease.ErrRoundClaimed)
+		hist, _, err := store.History(t.Context(), "job:nightly", 0, 10)
+		require.NoError(t, err)
+		var givenUp int
+		for _, r := range hist {
+			if r.Outcome == fleet.OutcomeGivenUp {
+				givenUp++
+				assert.True(t, r.Occurrence.Equal(occ))
+			}
+		}
+		assert.Equal(t, 1, givenUp, "one given_up entry in the history")
+	})
+}

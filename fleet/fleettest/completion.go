@@ -296,3 +296,58 @@ func testCompletionDeadHolder(t *testing.T, env Env) {
 	assert.Equal(t, fleet.OutcomeInterrupted, runs[1].Outcome)
 	assert.Equal(t, 2, runs[1].Attempt)
 }
+
+// testCompletionSupersededByTrigger: a trigger's run claims a round after
+// every claimed one, so an occurrence still open (released open, or
+// running with no live lease) can never be resumed: the trigger's acquire
+// gives it up and reports it (Lease.Superseded), once, with a "given_up"
+// entry on the job's history.
+func testCompletionSupersededByTrigger(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:completion-superseded-by-trigger"
+	trigger := func() *lease.Lease {
+		t.Helper()
+		_, err := env.Store.AddTrigger(ctx, key, "ops", time.Minute)
+		require.NoError(t, err)
+		l, err := env.Store.Acquire(ctx, key, ttl, lease.WithTrigger())
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		return l
+	}
+
+	l := withAttempts(t, env, key, 700, 3)
+	release(t, env, l, fleet.CloseOpen, 0)
+	first := trigger()
+	require.NotNil(t, first.Superseded, "round 700 was released open")
+	assert.Equal(t, lease.Superseded{Round: 700, Attempt: 1}, *first.Superseded)
+	_, err := env.Store.Acquire(ctx, key, ttl, lease.WithResume(700))
+	require.ErrorIs(t, err, lease.ErrRoundClaimed, "a superseded occurrence is not resumed")
+	ok, err := env.Store.GiveUp(ctx, key, 700)
+	require.NoError(t, err)
+	assert.False(t, ok, "the trigger's acquire gave it up")
+	assert.Nil(t, trigger().Superseded, "given up once")
+
+	runs, _, err := env.Store.History(ctx, key, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, runs, 2, "the attempt's run, then its give-up")
+	assert.Equal(t, fleet.OutcomeGivenUp, runs[0].Outcome)
+	assert.Equal(t, 1, runs[0].Attempt)
+	assert.True(t, runs[0].Occurrence.Equal(time.UnixMilli(700)))
+
+	// Running with no live lease: its holder died (here: released without
+	// a status, as a holder that never ended the attempt).
+	round := first.Round + 1_000
+	l = withAttempts(t, env, key, round, 3)
+	resumed := func() *lease.Lease {
+		t.Helper()
+		require.NoError(t, l.Release(ctx))
+		r, err := env.Store.Acquire(ctx, key, ttl, lease.WithResume(round))
+		require.NoError(t, err)
+		return r
+	}()
+	require.NoError(t, resumed.Release(ctx))
+	sup := trigger().Superseded
+	require.NotNil(t, sup, "round %d was left running with no live lease", round)
+	assert.Equal(t, lease.Superseded{Round: round, Attempt: 2}, *sup)
+	assert.Nil(t, trigger().Superseded, "given up once")
+}

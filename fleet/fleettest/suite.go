@@ -61,6 +61,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Completion/ResumePaused", testCompletionResumePaused},
 		{"Completion/CloseValidation", testCompletionCloseValidation},
 		{"Completion/DeadHolder", testCompletionDeadHolder},
+		{"Completion/SupersededByTrigger", testCompletionSupersededByTrigger},
 	}
 	var wg sync.WaitGroup
 	for _, tt := range tests {

@@ -13,7 +13,8 @@
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
 -- KEYS[4] trigger queue    <prefix>:trigger:{G}      (a list of "<expiresAtMs>|<queuedAtMs>|<trigger id>")
 -- KEYS[5] round record     <prefix>:round:{G}        (never deleted, never expires)
--- KEYS[6] pause key        <prefix>:pause:{G}        (exists while the key is paused);
+-- KEYS[6] completion record <prefix>:attempt:{G}   (lease.WithAttempts; absent for a job without)
+-- KEYS[7] pause key        <prefix>:pause:{G}        (exists while the key is paused);
 --         given only by an acquire that honours a pause
 -- ARGV[1] lease ID (22 characters)
 -- ARGV[2] ttl in ms
@@ -25,8 +26,13 @@
 --   {1, fence, expiresAtMs, acquiredAtMs, triggerID, queuedAtMs, round, prevRound}
 --                      acquired; round is the run's occurrence in Unix ms,
 --                      prevRound the round recorded before it (0: none)
+--   {1, fence, expiresAtMs, acquiredAtMs, triggerID, queuedAtMs, round, prevRound, sround, sattempt}
+--                      acquired, superseding the occurrence sround, open or
+--                      running (its holder died: the key was free) after
+--                      attempt sattempt: no resume can claim it after this
+--                      round, so its record is marked given up here, once
 --   {0, remainingMs}   a live lease holds the key; the triggers stay queued
---   {-6}               the key is paused (and KEYS[6] is given); the
+--   {-6}               the key is paused (and KEYS[7] is given); the
 --                      triggers stay queued
 --   {-7}               no live trigger is queued (expired ones are dropped)
 --   {-8}               1000 expired triggers were dropped and more entries
@@ -35,12 +41,14 @@
 --
 -- The fence follows the rule of acquire.lua (never goes back). The record
 -- layout is acquire.lua's, with "prev" the round recorded before this one.
+-- The completion record costs a GET on every trigger acquire, and a SET
+-- only when it supersedes an occurrence (rare).
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
-if KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1 then return {-6} end
+if KEYS[7] and redis.call('EXISTS', KEYS[7]) == 1 then return {-6} end
 
 local cur = redis.call('GET', KEYS[1])
 if cur then
@@ -84,4 +92,12 @@ redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acq
   ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
 redis.call('SET', KEYS[5], string.format('%d', round))
+local rec = redis.call('GET', KEYS[6])
+if rec then
+  local r, a, rest = string.match(rec, '^(%d+)|(%d+)|[ro]|(.*)$')
+  if r and r + 0 < round then
+    redis.call('SET', KEYS[6], r .. '|' .. a .. '|g|' .. rest)
+    return {1, fence, exp, now, id, queued, round, prev, r + 0, a + 0}
+  end
+end
 return {1, fence, exp, now, id, queued, round, prev}

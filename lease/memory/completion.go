@@ -93,15 +93,25 @@ func (s *Store) giveUp(ks *keyState, c *completion, replica string, now time.Tim
 	delete(s.index, indexEntry{ks.name, c.round, c.deadline.UnixMilli()})
 }
 
+// supersede gives up the occurrence of ks's completion record, if it is
+// older than round and still open or running, and returns it: an acquire
+// that claimed round, under s.mu, superseded it (a resume needs the round
+// record to be its round). The acquire found the key free, so a running
+// attempt's holder died.
+func (s *Store) supersede(ks *keyState, round int64, now time.Time) *lease.Superseded {
+	c := ks.completion
+	if c == nil || c.round >= round || c.state != stateOpen && c.state != stateRunning {
+		return nil
+	}
+	s.giveUp(ks, c, "", now)
+	return &lease.Superseded{Round: c.round, Attempt: c.attempt}
+}
+
 // recordAttempts writes the completion record of a round acquire with
 // lease.WithAttempts that succeeded, under s.mu, and returns the earlier
 // occurrence it superseded, if any.
 func (s *Store) recordAttempts(ks *keyState, round int64, a lease.Attempts, now time.Time) *lease.Superseded {
-	var sup *lease.Superseded
-	if c := ks.completion; c != nil && c.round < round && (c.state == stateOpen || c.state == stateRunning) {
-		sup = &lease.Superseded{Round: c.round, Attempt: c.attempt}
-		s.giveUp(ks, c, "", now)
-	}
+	sup := s.supersede(ks, round, now)
 	ks.completion = &completion{
 		round:    round,
 		attempt:  1,

@@ -80,8 +80,9 @@ func (q *triggerQueues) pop(key string, now time.Time) (trigger, bool) {
 // acquireTrigger is Acquire with lease.WithTrigger, under s.mu: take the
 // free key to run its oldest live trigger, consuming it, and claim the
 // run's round: now, or the millisecond after the recorded round when that
-// is not before now (a fast replica claimed it). With pauseCheck a paused
-// key refuses it and keeps its triggers.
+// is not before now (a fast replica claimed it). An occurrence still open
+// is given up (Lease.Superseded): it can never be resumed after a later
+// round. With pauseCheck a paused key refuses it and keeps its triggers.
 func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owner string, pauseCheck bool, now, sent time.Time) (*lease.Lease, error) {
 	const op = "acquire"
 	if _, paused := s.pauses[key]; pauseCheck && paused {
@@ -102,6 +103,7 @@ func (s *Store) acquireTrigger(key string, ks *keyState, ttl time.Duration, owne
 	l.PrevRound = ks.round
 	ks.round = max(now.UnixMilli(), ks.round+1)
 	l.Round = ks.round
+	l.Superseded = s.supersede(ks, l.Round, now)
 	return lease.Attach(s, l), nil
 }
 

@@ -20,7 +20,9 @@ import (
 
 // Completion records (DESIGN 16). A round acquire with lease.WithAttempts
 // writes the occurrence's record beside its round record, in the job's
-// slot, and the release that ends each attempt rewrites it:
+// slot, and the release that ends each attempt rewrites it. A trigger's
+// acquire reads it (one GET) and, when the round it claims supersedes an
+// occurrence still open or running, marks that one given up (one SET):
 //
 //	P:attempt:{G}   "<round>|<attempt>|<state>|<notBeforeMs>|<deadlineMs>|<max>" (never expires)
 //	P:open          the index of open and running occurrences: sorted set,

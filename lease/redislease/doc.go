@@ -93,7 +93,9 @@
 //	P:fence:{G}        fence counter, never expires
 //	P:round:{G}        highest round, never expires
 //	P:attempt:{G}      completion record, "round|attempt|state|notBeforeMs|deadlineMs|max",
-//	                   never expires; only with lease.WithAttempts (see completion.go)
+//	                   never expires; written only with lease.WithAttempts, read (and
+//	                   marked given up when superseded) by trigger acquires too
+//	                   (see completion.go)
 //	P:open             index of open and running occurrences (fleet.Store.DueOccurrences):
 //	                   sorted set, "<round>:<deadlineMs>:<key>" -> ms when due; its own slot
 //

@@ -18,12 +18,16 @@ import (
 // acquireTrigger is Acquire with lease.WithTrigger: take the lease only to
 // run a queued trigger, consuming it, and claim the run's round
 // (acquire_trigger.lua): server time, or the millisecond after the
-// recorded round when that is not before it. With lease.WithPauseCheck a
+// recorded round when that is not before it. An occurrence whose
+// completion record is still open (or running, its holder gone) can never
+// be resumed after that round: the script marks it given up and the lease
+// reports it (Lease.Superseded), with its "given_up" history entry pushed
+// after, as for a round acquire with attempts. With lease.WithPauseCheck a
 // paused key refuses it (lease.ErrPaused) and keeps its triggers.
 func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, ttl time.Duration, nkey, owner, ownerJSON string, pauseCheck bool) (*lease.Lease, error) {
 	const op = "acquire"
 	keys, args := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
-	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix), ks.round}
+	keys = []string{keys[0], keys[1], keys[2], ks.trigger(s.prefix), ks.round, ks.attempt(s.prefix)}
 	if pauseCheck {
 		keys = append(keys, ks.pause(s.prefix))
 	}
@@ -67,11 +71,14 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 		return nil, opErr(op, keyName(ks), lease.ErrNoTrigger)
 	case code == codeUnreadable:
 		return nil, internalErr(op, keyName(ks), errUnreadable)
-	case code != 1 || len(arr) != 8:
+	case code != 1 || len(arr) != 8 && len(arr) != 10:
 		return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: code %d, %d elements", errBadReply, code, len(arr)))
 	}
-	var v [8]int64
-	for _, i := range []int{1, 2, 3, 5, 6, 7} {
+	var v [10]int64
+	for _, i := range []int{1, 2, 3, 5, 6, 7, 8, 9} {
+		if i >= len(arr) {
+			break
+		}
 		var err error
 		if v[i], err = arr[i].AsInt64(); err != nil {
 			return nil, internalErr(op, keyName(ks), fmt.Errorf("%w: %w", errBadReply, err))
@@ -86,7 +93,7 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 		s.rollback(ctx, ks, ik, id, v[6], 0, ttl, keyName(ks))
 		return nil, internalErr(op, keyName(ks), err)
 	}
-	return lease.Attach(s, &lease.Lease{
+	l := &lease.Lease{
 		Key:        nkey,
 		ID:         id,
 		Fence:      fence,
@@ -99,7 +106,12 @@ func (s *Store) acquireTrigger(ctx context.Context, ks keyset, ik, id string, tt
 		Trigger:    trigger,
 		Attempt:    1,
 		Deadline:   lease.LocalDeadline(sent, ttl),
-	}), nil
+	}
+	if len(arr) == 10 {
+		l.Superseded = &lease.Superseded{Round: v[8], Attempt: int(v[9])}
+		s.pushGivenUp(ctx, ks, keyName(ks), v[8], int(v[9]), l.AcquiredAt)
+	}
+	return lease.Attach(s, l), nil
 }
 
 // AddTrigger queues a trigger for key, living ttl unless consumed, and
