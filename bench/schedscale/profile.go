@@ -154,6 +154,30 @@ func (t *timedStore) summary() string {
 	return fmt.Sprintf("acquire round trip p50 %s p90 %s p99 %s max %s", q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond))
 }
 
+// writeHeap writes a heap profile (after a GC) named kind-<replica>.pprof.
+func (p *profiler) writeHeap(kind string) {
+	if p == nil {
+		return
+	}
+	runtime.GC()
+	if f, err := os.Create(p.path(kind, "pprof")); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		_ = f.Close()
+	}
+}
+
+func (l *lateness) bytes() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(cap(l.d)) * 8
+}
+
+func (t *timedStore) bytes() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint64(cap(t.d)) * 8
+}
+
 func (l *lateness) reserve(n int) {
 	l.mu.Lock()
 	l.d = slices.Grow(l.d, n)
