@@ -23,6 +23,7 @@ type Scheduler struct {
 	storeClock clockwork.Clock // the clock the store measures lease deadlines on
 	cfg        config
 	log        *slog.Logger
+	missed     *missedLog // the warnings of occurrences that ran nowhere, gathered per firing group
 	stats      counters
 
 	// claimCtx ends claims' retries and waits; Shutdown cancels it first,
@@ -97,6 +98,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		groups:     make(map[string]*group),
 		limits:     make(map[string]*sharedLimit),
 	}
+	s.missed = newMissedLog(s.log, cfg.clock)
 	s.claimCtx, s.cancelClaims = context.WithCancelCause(context.Background())
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	return s, nil
