@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -187,11 +188,17 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 		}
 		reg.limit = sem
 	}
-	g, grouped := s.groups[reg.plan.groupKey()]
-	if !grouped {
-		g = &group{key: reg.plan.groupKey(), plan: reg.plan}
+	gk := reg.plan.groupKey()
+	g, grouped := s.groups[gk]
+	if grouped {
+		reg.plan = g.plan // equal plans (same group key): one per group, not per job
+	} else {
+		g = &group{key: gk, plan: reg.plan}
 	}
 	if j == nil {
+		if strings.HasPrefix(key, JobKeyPrefix) && key[len(JobKeyPrefix):] == name {
+			name = key[len(JobKeyPrefix):] // the key holds the name: one string per job, not two
+		}
 		j = &job{s: s, name: name, key: key}
 		j.st.reg = reg
 		s.jobs[key] = j

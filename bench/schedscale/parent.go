@@ -62,15 +62,15 @@ type ChildArgs func(cfg Config, replica int) []string
 
 // Replica is what one replica reported.
 type Replica struct {
-	HeapPerJob float64       // bytes: HeapAlloc growth over New+Register+Start / jobs
+	HeapPerJob float64 // bytes: HeapAlloc growth over New+Register+Start / jobs
 	// HeapSteadyPerJob is the same at the end of the run, after the jobs
 	// fired for the whole window (bytes per job).
 	HeapSteadyPerJob float64
-	CPU        time.Duration // CPU time between ready and stop
-	Wall       time.Duration // wall time between ready and stop
-	Runs       int           // occurrences it ran (all, in and out of the window)
-	Stats      scheduler.Stats
-	Err        string
+	CPU              time.Duration // CPU time between ready and stop
+	Wall             time.Duration // wall time between ready and stop
+	Runs             int           // occurrences it ran (all, in and out of the window)
+	Stats            scheduler.Stats
+	Err              string
 }
 
 // Report is the outcome of a scale run.
@@ -248,11 +248,11 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 		rep.Replicas = append(rep.Replicas, Replica{
 			HeapPerJob:       (float64(c.ready.HeapAfter) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
 			HeapSteadyPerJob: (float64(c.done.HeapSteady) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
-			CPU:        c.done.CPU - c.ready.CPU,
-			Wall:       stopAt.Sub(allReady),
-			Runs:       len(c.done.Runs),
-			Stats:      c.done.Stats,
-			Err:        c.done.Err,
+			CPU:              c.done.CPU - c.ready.CPU,
+			Wall:             stopAt.Sub(allReady),
+			Runs:             len(c.done.Runs),
+			Stats:            c.done.Stats,
+			Err:              c.done.Err,
 		})
 	}
 	rep.check(children, start, end)
