@@ -47,12 +47,17 @@ func (h *heartbeat) run() {
 		inflight  bool
 		cause     error
 	)
-	retry := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(max(h.cfg.interval/16, time.Millisecond)),
-		backoff.WithMaxInterval(max(h.cfg.interval/2, time.Millisecond)),
-		backoff.WithMaxElapsedTime(0), // the cut-off timer ends retries
-		backoff.WithClockProvider(clock),
-	)
+	// The backoff is made at the first failed renewal: most runs end
+	// before their first renewal is due, and never need one.
+	var retry *backoff.ExponentialBackOff
+	newRetry := func() *backoff.ExponentialBackOff {
+		return backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(max(h.cfg.interval/16, time.Millisecond)),
+			backoff.WithMaxInterval(max(h.cfg.interval/2, time.Millisecond)),
+			backoff.WithMaxElapsedTime(0), // the cut-off timer ends retries
+			backoff.WithClockProvider(clock),
+		)
+	}
 
 	cutoffAt := func() time.Time { return deadline.Add(-h.cfg.margin) }
 	cutoff := clock.NewTimer(cutoffAt().Sub(clock.Now()))
@@ -116,7 +121,7 @@ loop:
 				cutoff.Reset(cutoffAt().Sub(clock.Now()))
 				renew.Reset(max(r.sent.Add(h.cfg.interval).Sub(clock.Now()), 0))
 				attempt, lastErr = 0, nil
-				retry.Reset()
+				retry = nil
 			case errors.Is(r.err, lease.ErrNotHeld):
 				cause = fmt.Errorf("%w: %w", ErrLeaseLost, r.err)
 				break loop
@@ -124,6 +129,9 @@ loop:
 				attempt++
 				lastErr = r.err
 				// Back off, but keep attempts coming before the cut-off.
+				if retry == nil {
+					retry = newRetry()
+				}
 				wait := min(retry.NextBackOff(), max(cutoffAt().Sub(clock.Now())/2, time.Millisecond))
 				h.emit(Event{Kind: EventRetrying, ExpiresAt: expiresAt, Deadline: deadline, Try: attempt, Err: r.err},
 					logattr.Duration("retry_in", wait))

@@ -119,8 +119,10 @@
 // occurrence of the schedule strictly between the two ran nowhere (all
 // replicas were down, the store was unreachable for longer than the retries,
 // the job's previous run overlapped them, every clock was refused). The
-// winner reports them: EventMissed, a warning naming the job and the range,
-// and Stats.Missed. With WithCatchUp a job also catches up the latest
+// winner reports them: EventMissed with the range, and Stats.Missed, per
+// job; and a warning per firing group and second, naming how many jobs
+// and occurrences (and the job, when it is one; a sample of names at
+// debug), so that an outage seen by thousands of jobs logs one line. With WithCatchUp a job also catches up the latest
 // occurrence that ran nowhere, once, late, if it is within the window: at
 // Start and after a run that outlived later occurrences.
 //

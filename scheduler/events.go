@@ -307,6 +307,55 @@ func (c *counters) count(e Event) {
 	}
 }
 
+// jobCounters keep a job's Stats with less memory than counters: a
+// scheduler with 10,000 jobs keeps 10,000 of them. The events a healthy
+// job has at every occurrence (started, succeeded, released, skipped as
+// claimed or locked by another replica) count in place; the rest (renewals,
+// failures, retries, other skips, missed, ...) in a full set of counters
+// made at the job's first such event.
+type jobCounters struct {
+	started, succeeded, released atomic.Uint64
+	skipClaimed, skipLocked      atomic.Uint64
+	rare                         atomic.Pointer[counters]
+}
+
+func (c *jobCounters) count(e Event) {
+	switch {
+	case e.Kind == EventStarted && !e.CatchUp && e.Trigger == "":
+		c.started.Add(1)
+	case e.Kind == EventSucceeded:
+		c.succeeded.Add(1)
+	case e.Kind == EventReleased:
+		c.released.Add(1)
+	case e.Kind == EventSkipped && e.Reason == SkipClaimed:
+		c.skipClaimed.Add(1)
+	case e.Kind == EventSkipped && e.Reason == SkipLocked:
+		c.skipLocked.Add(1)
+	default:
+		r := c.rare.Load()
+		if r == nil {
+			r = &counters{}
+			if !c.rare.CompareAndSwap(nil, r) {
+				r = c.rare.Load()
+			}
+		}
+		r.count(e)
+	}
+}
+
+func (c *jobCounters) snapshot() Stats {
+	var st Stats
+	if r := c.rare.Load(); r != nil {
+		st = r.snapshot()
+	}
+	st.Started += c.started.Load()
+	st.Succeeded += c.succeeded.Load()
+	st.Released += c.released.Load()
+	st.SkipClaimed += c.skipClaimed.Load()
+	st.SkipLocked += c.skipLocked.Load()
+	return st
+}
+
 func (c *counters) snapshot() Stats {
 	k := func(kind EventKind) uint64 { return c.kinds[kind-1].Load() }
 	r := func(reason SkipReason) uint64 { return c.reasons[reason-1].Load() }

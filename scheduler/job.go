@@ -32,7 +32,7 @@ type job struct {
 
 	// stats are the job's running totals (atomic counters: telemetry, not
 	// state; nothing decides on them).
-	stats counters
+	stats jobCounters
 
 	mu sync.Mutex
 	st jobState

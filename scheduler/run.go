@@ -190,7 +190,9 @@ func (s *Scheduler) execute(r *run) {
 // no replica (all were down, the store was unreachable, the job's previous
 // run overlapped them, or every replica's clock was refused). The first
 // claim of a job (no previous round) reports nothing. It returns how many
-// it reported (at most MaxMissedCount).
+// it reported (at most MaxMissedCount). The event is the job's; the
+// warning is the firing group's (missedLog), so that an outage that every
+// job of a group reports at its next win logs one line, not one per job.
 func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ time.Time) int {
 	if l.PrevRound <= 0 {
 		return 0
@@ -200,9 +202,9 @@ func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ 
 		return 0
 	}
 	m := Missed{Count: n, First: first.In(s.cfg.location), Last: last.In(s.cfg.location), Capped: capped}
-	s.log.LogAttrs(context.Background(), slog.LevelWarn, "occurrences ran nowhere",
-		slog.String("job", j.name), slog.Int("missed", n), slog.Bool("at_least", capped),
-		slog.Time("first", m.First), slog.Time("last", m.Last), slog.Time("occurrence", occ))
+	s.debug(j, occ, "occurrences ran nowhere", slog.Int("missed", n), slog.Bool("at_least", capped),
+		slog.Time("first", m.First), slog.Time("last", m.Last))
+	s.missed.add(reg.plan.groupKey(), j.name, m) // one warning per firing group, not per job
 	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,7 @@ type Scheduler struct {
 	storeClock clockwork.Clock // the clock the store measures lease deadlines on
 	cfg        config
 	log        *slog.Logger
+	missed     *missedLog // the warnings of occurrences that ran nowhere, gathered per firing group
 	stats      counters
 
 	// claimCtx ends claims' retries and waits; Shutdown cancels it first,
@@ -100,6 +102,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		groups:     make(map[string]*group),
 		limits:     make(map[string]*sharedLimit),
 	}
+	s.missed = newMissedLog(s.log, cfg.clock)
 	s.claimCtx, s.cancelClaims = context.WithCancelCause(context.Background())
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	return s, nil
@@ -189,11 +192,17 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 		}
 		reg.limit = sem
 	}
-	g, grouped := s.groups[reg.plan.groupKey()]
-	if !grouped {
-		g = &group{key: reg.plan.groupKey(), plan: reg.plan}
+	gk := reg.plan.groupKey()
+	g, grouped := s.groups[gk]
+	if grouped {
+		reg.plan = g.plan // equal plans (same group key): one per group, not per job
+	} else {
+		g = &group{key: gk, plan: reg.plan}
 	}
 	if j == nil {
+		if strings.HasPrefix(key, JobKeyPrefix) && key[len(JobKeyPrefix):] == name {
+			name = key[len(JobKeyPrefix):] // the key holds the name: one string per job, not two
+		}
 		j = &job{s: s, name: name, key: key}
 		j.st.reg = reg
 		s.jobs[key] = j

@@ -76,6 +76,11 @@ func (a *Admin) ResetStats(ctx context.Context) error {
 	return a.c.Do(ctx, a.c.B().ConfigResetstat().Build()).Error()
 }
 
+// FlushAll runs FLUSHALL: the next run starts on an empty server.
+func (a *Admin) FlushAll(ctx context.Context) error {
+	return a.c.Do(ctx, a.c.B().Flushall().Build()).Error()
+}
+
 // Info returns INFO section.
 func (a *Admin) Info(ctx context.Context, section string) (string, error) {
 	return a.c.Do(ctx, a.c.B().Info().Section(section).Build()).ToString()

@@ -31,6 +31,13 @@ type ChildConfig struct {
 	Jobs     int           // jobs to register, named JobName(0..Jobs-1)
 	Interval time.Duration // every job runs on this epoch-aligned grid
 	TTL      time.Duration // job lease TTL
+	// Span is how long the replica runs, about (warm-up + window + stop):
+	// the measurement buffers are reserved for it before the heap is
+	// measured, so that they do not count as the scheduler's heap.
+	Span time.Duration
+	// Options are scheduler options by name (see SchedulerOptions), as
+	// "name=value".
+	Options []string
 }
 
 // JobName returns the name of job i.
@@ -50,10 +57,13 @@ type message struct {
 	// ready
 	HeapBefore uint64 `json:"heapBefore,omitempty"` // HeapAlloc after GC before New+Register
 	HeapAfter  uint64 `json:"heapAfter,omitempty"`  // HeapAlloc after GC after Register+Start
+	// done: HeapAlloc after GC when asked to stop (before Shutdown), less
+	// any growth of the measurement buffers since HeapBefore.
+	HeapSteady uint64 `json:"heapSteady,omitempty"`
 	// both: this process's CPU time so far
 	CPU time.Duration `json:"cpu"`
 	// done
-	Runs  [][2]int64      `json:"runs,omitempty"` // {job index, occurrence Unix ms}
+	Runs  [][3]int64      `json:"runs,omitempty"` // {job index, occurrence Unix ms, start lateness µs}
 	Late  string          `json:"late,omitempty"` // lateness of the attempts' outcomes
 	Stats scheduler.Stats `json:"stats"`
 	Err   string          `json:"err,omitempty"`
@@ -88,36 +98,50 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 
+	// Every measurement buffer is reserved before the heap is measured,
+	// for every occurrence of the replica's span (an attempt per job per
+	// interval at most).
+	perJob := int(max(cfg.Span, 90*cfg.Interval)/cfg.Interval) + 10
 	var mu sync.Mutex
-	runs := make([][2]int64, 0, cfg.Jobs*70/3)
+	runs := make([][3]int64, 0, cfg.Jobs*perJob)
 	record := func(ctx context.Context) error {
 		r, ok := scheduler.RunFromContext(ctx)
 		if !ok {
 			return fmt.Errorf("schedscale: no run in context")
 		}
+		late := time.Since(r.Occurrence).Microseconds()
 		mu.Lock()
-		runs = append(runs, [2]int64{int64(jobIndex(r.Job)), r.Occurrence.UnixMilli()})
+		runs = append(runs, [3]int64{int64(jobIndex(r.Job)), r.Occurrence.UnixMilli(), late})
 		mu.Unlock()
 		return nil
 	}
+	late := &lateness{}
+	timed := &timedStore{Store: store}
+	late.reserve(cfg.Jobs * perJob)
+	timed.reserve(cfg.Jobs * perJob)
+	buffers := func() uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return uint64(cap(runs))*24 + late.bytes() + timed.bytes()
+	}
 
+	bufBefore := buffers()
 	before := heapAfterGC()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []scheduler.Option{scheduler.WithInstanceID(fmt.Sprintf("replica-%d", cfg.Replica)), scheduler.WithLogger(logger)}
 	if v := os.Getenv(AcquireConcurrencyEnv); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("schedscale: %s: %w", AcquireConcurrencyEnv, err)
-		}
-		opts = append(opts, scheduler.WithAcquireConcurrency(n))
+		cfg.Options = append(cfg.Options, "acquire-concurrency="+v)
 	}
+	named, err := SchedulerOptions(cfg.Options)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, named...)
 	prof, err := startProfiler(cfg.Replica)
 	if err != nil {
 		return err
 	}
-	late := &lateness{}
 	opts = append(opts, scheduler.WithObserver(late.observe))
-	timed := &timedStore{Store: store}
 	s, err := scheduler.New(timed, opts...)
 	if err != nil {
 		return err
@@ -131,9 +155,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	after := heapAfterGC()
-	// Room for the measurements, reserved after the heap was measured.
-	late.reserve(cfg.Jobs * 90)
-	timed.reserve(cfg.Jobs * 90)
+	prof.writeHeap("heap-ready")
 	enc := json.NewEncoder(out)
 	if err := enc.Encode(message{Event: "ready", HeapBefore: before, HeapAfter: after, CPU: cpuTime()}); err != nil {
 		return err
@@ -141,9 +163,11 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 
 	_, _ = bufio.NewReader(in).ReadString('\n')
 	cpu := cpuTime()
+	steady := heapAfterGC() - (buffers() - bufBefore)
+	prof.writeHeap("heap-steady")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := message{Event: "done", CPU: cpu}
+	done := message{Event: "done", CPU: cpu, HeapSteady: steady}
 	if err := s.Shutdown(ctx); err != nil {
 		done.Err = err.Error()
 	}

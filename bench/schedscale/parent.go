@@ -9,7 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
+	"sort"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,19 +32,45 @@ type Config struct {
 	Window   time.Duration // length of the checked window
 	Warmup   time.Duration // from "all replicas started" to the window's start
 	Log      io.Writer     // progress
+	// Busy keeps one core busy during the run: a child process (Exe with
+	// SpinArgs) that spins on one thread from before the replicas start
+	// until they stopped.
+	Busy bool
+	// Options are passed to every replica: scheduler options by name, as
+	// "name=value" (see SchedulerOptions).
+	Options []string
 }
+
+// SpinArgs are the arguments that make Exe spin on one core until killed
+// (Config.Busy).
+var SpinArgs = []string{"-scale-spin"}
+
+// Spin keeps one thread busy forever.
+func Spin() {
+	runtime.GOMAXPROCS(1)
+	var x uint64
+	for {
+		x = x*6364136223846793005 + 1442695040888963407
+		spinSink.Store(x)
+	}
+}
+
+var spinSink atomic.Uint64
 
 // ChildArgs returns the arguments that make Exe run replica i.
 type ChildArgs func(cfg Config, replica int) []string
 
 // Replica is what one replica reported.
 type Replica struct {
-	HeapPerJob float64       // bytes: HeapAlloc growth over New+Register+Start / jobs
-	CPU        time.Duration // CPU time between ready and stop
-	Wall       time.Duration // wall time between ready and stop
-	Runs       int           // occurrences it ran (all, in and out of the window)
-	Stats      scheduler.Stats
-	Err        string
+	HeapPerJob float64 // bytes: HeapAlloc growth over New+Register+Start / jobs
+	// HeapSteadyPerJob is the same at the end of the run, after the jobs
+	// fired for the whole window (bytes per job).
+	HeapSteadyPerJob float64
+	CPU              time.Duration // CPU time between ready and stop
+	Wall             time.Duration // wall time between ready and stop
+	Runs             int           // occurrences it ran (all, in and out of the window)
+	Stats            scheduler.Stats
+	Err              string
 }
 
 // Report is the outcome of a scale run.
@@ -57,6 +87,51 @@ type Report struct {
 	TotalCmds    int64                             // total_commands_processed over the window
 	InstOpsMid   int64                             // instantaneous_ops_per_sec sampled mid-window
 	MaxRunsOfOcc int
+	// Lateness of the runs of the window's occurrences: the job function's
+	// start minus the occurrence, across all replicas.
+	LateP50, LateP99, LateMax time.Duration
+	LateOver1s                int // runs that started 1 s or more late
+}
+
+// ScriptsPerOccurrence is EVAL/EVALSHA/FCALL calls over the window per
+// expected occurrence.
+func (r *Report) ScriptsPerOccurrence() float64 {
+	if r.Expected == 0 {
+		return 0
+	}
+	return float64(leasebench.ScriptCalls(r.Commands)) / float64(r.Expected)
+}
+
+// CommandsPerOccurrence is every command call INFO commandstats counted
+// over the window (the scripts' own EVALSHA calls and the commands they
+// ran, which Redis counts under their own names, everything else the
+// replicas sent: heartbeats, the registry, history; not the harness's
+// INFO and CONFIG) per expected occurrence.
+func (r *Report) CommandsPerOccurrence() float64 {
+	if r.Expected == 0 {
+		return 0
+	}
+	return float64(leasebench.TotalCalls(r.Commands)) / float64(r.Expected)
+}
+
+// CoresPerReplica is the median replica's CPU over its wall time.
+func (r *Report) CoresPerReplica() float64 {
+	return r.medianReplica(func(rp Replica) float64 { return rp.CPU.Seconds() / rp.Wall.Seconds() })
+}
+
+// HeapPerJob is the median replica's heap per registered job after
+// Start, and at the end of the window.
+func (r *Report) HeapPerJob() (ready, steady float64) {
+	return r.medianReplica(func(rp Replica) float64 { return rp.HeapPerJob }),
+		r.medianReplica(func(rp Replica) float64 { return rp.HeapSteadyPerJob })
+}
+
+func (r *Report) medianReplica(f func(Replica) float64) float64 {
+	v := make([]float64, len(r.Replicas))
+	for i, rp := range r.Replicas {
+		v[i] = f(rp)
+	}
+	return median(v)
 }
 
 type child struct {
@@ -74,6 +149,20 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 		return nil, err
 	}
 	defer admin.Close()
+	if err := admin.FlushAll(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.Busy {
+		spin := exec.Command(cfg.Exe, SpinArgs...)
+		spin.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := spin.Start(); err != nil {
+			return nil, fmt.Errorf("schedscale: start the spinning process: %w", err)
+		}
+		defer func() {
+			_ = spin.Process.Kill()
+			_ = spin.Wait()
+		}()
+	}
 
 	children := make([]*child, cfg.Replicas)
 	defer func() {
@@ -157,12 +246,13 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 			fmt.Fprintf(cfg.Log, "replica %d: %s\n", i, c.done.Late)
 		}
 		rep.Replicas = append(rep.Replicas, Replica{
-			HeapPerJob: (float64(c.ready.HeapAfter) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
-			CPU:        c.done.CPU - c.ready.CPU,
-			Wall:       stopAt.Sub(allReady),
-			Runs:       len(c.done.Runs),
-			Stats:      c.done.Stats,
-			Err:        c.done.Err,
+			HeapPerJob:       (float64(c.ready.HeapAfter) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
+			HeapSteadyPerJob: (float64(c.done.HeapSteady) - float64(c.ready.HeapBefore)) / float64(cfg.Jobs),
+			CPU:              c.done.CPU - c.ready.CPU,
+			Wall:             stopAt.Sub(allReady),
+			Runs:             len(c.done.Runs),
+			Stats:            c.done.Stats,
+			Err:              c.done.Err,
 		})
 	}
 	rep.check(children, start, end)
@@ -175,6 +265,7 @@ func (r *Report) check(children []*child, start, end time.Time) {
 	iv := r.Config.Interval.Milliseconds()
 	slots := int((end.UnixMilli() - start.UnixMilli()) / iv)
 	counts := make([]uint8, r.Config.Jobs*slots)
+	var late []time.Duration
 	for _, c := range children {
 		for _, run := range c.done.Runs {
 			job, occ := int(run[0]), run[1]
@@ -185,6 +276,7 @@ func (r *Report) check(children []*child, start, end time.Time) {
 			if counts[k] < 255 {
 				counts[k]++
 			}
+			late = append(late, time.Duration(run[2])*time.Microsecond)
 		}
 	}
 	r.Expected = len(counts)
@@ -200,6 +292,13 @@ func (r *Report) check(children []*child, start, end time.Time) {
 			r.Duplicated += int(n) - 1
 		}
 		r.MaxRunsOfOcc = max(r.MaxRunsOfOcc, int(n))
+	}
+	if len(late) > 0 {
+		slices.Sort(late)
+		r.LateP50 = leasebench.Percentile(late, 50)
+		r.LateP99 = leasebench.Percentile(late, 99)
+		r.LateMax = late[len(late)-1]
+		r.LateOver1s = len(late) - sort.Search(len(late), func(i int) bool { return late[i] >= time.Second })
 	}
 }
 
@@ -217,8 +316,14 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // DefaultChildArgs passes cfg to "-scale-child" flags of the leasebench
 // command.
 func DefaultChildArgs(cfg Config, replica int) []string {
-	return []string{"-scale-child", "-redis", cfg.Addr,
+	args := []string{"-scale-child", "-redis", cfg.Addr,
 		"-scale-replica", strconv.Itoa(replica),
 		"-scale-jobs", strconv.Itoa(cfg.Jobs),
-		"-scale-ttl", cfg.TTL.String()}
+		"-scale-ttl", cfg.TTL.String(),
+		"-scale-warmup", cfg.Warmup.String(),
+		"-scale-duration", cfg.Window.String()}
+	for _, o := range cfg.Options {
+		args = append(args, "-scale-opt", o)
+	}
+	return args
 }

@@ -44,6 +44,9 @@ func startProfiler(replica int) (*profiler, error) {
 	if dir == "" {
 		return nil, nil
 	}
+	// Every 4 KiB allocated is sampled (the default is every 512 KiB), so
+	// that the heap profiles can be divided by the job count.
+	runtime.MemProfileRate = 4096
 	p := &profiler{dir: dir, replica: replica}
 	var err error
 	if p.cpu, err = os.Create(p.path("cpu", "pprof")); err != nil {
@@ -152,6 +155,30 @@ func (t *timedStore) summary() string {
 	slices.Sort(d)
 	q := func(f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(100 * time.Microsecond) }
 	return fmt.Sprintf("acquire round trip p50 %s p90 %s p99 %s max %s", q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond))
+}
+
+// writeHeap writes a heap profile (after a GC) named kind-<replica>.pprof.
+func (p *profiler) writeHeap(kind string) {
+	if p == nil {
+		return
+	}
+	runtime.GC()
+	if f, err := os.Create(p.path(kind, "pprof")); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		_ = f.Close()
+	}
+}
+
+func (l *lateness) bytes() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(cap(l.d)) * 8
+}
+
+func (t *timedStore) bytes() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return uint64(cap(t.d)) * 8
 }
 
 func (l *lateness) reserve(n int) {

@@ -25,24 +25,96 @@ func (r *Report) Markdown() string {
 	add("Redis scripts/s over the window (EVALSHA+EVAL)", fmt.Sprintf("%.0f", float64(leasebench.ScriptCalls(r.Commands))/w))
 	add("Redis instantaneous_ops_per_sec, mid-window", fmt.Sprint(r.InstOpsMid))
 	if r.Expected > 0 {
-		add("Redis commands per occurrence", fmt.Sprintf("%.2f", float64(r.TotalCmds)/float64(r.Expected)))
-		add("Redis scripts per occurrence", fmt.Sprintf("%.2f", float64(leasebench.ScriptCalls(r.Commands))/float64(r.Expected)))
+		add("Redis commands per occurrence (INFO commandstats calls: each EVALSHA and each command it ran)", fmt.Sprintf("%.2f", r.CommandsPerOccurrence()))
+		add("Redis commands per occurrence (total_commands_processed)", fmt.Sprintf("%.2f", float64(r.TotalCmds)/float64(r.Expected)))
+		add("Redis scripts per occurrence", fmt.Sprintf("%.2f", r.ScriptsPerOccurrence()))
 	}
+	add("start lateness of the window's runs p50 / p99 / max", fmt.Sprintf("%s / %s / %s", ms(r.LateP50), ms(r.LateP99), ms(r.LateMax)))
+	add("runs started 1 s or more late", fmt.Sprint(r.LateOver1s))
 	b.WriteString(t.Markdown())
 	if len(r.MissedJobs) > 0 {
 		fmt.Fprintf(&b, "\nFirst missed occurrences: %s\n", strings.Join(r.MissedJobs, ", "))
 	}
-	rt := leasebench.Table{Header: []string{"replica", "CPU (cores, avg)", "CPU time", "heap per registered job", "runs", "won", "skipped: claimed", "skipped: locked", "acquire failed", "lease lost"}}
+	rt := leasebench.Table{Header: []string{"replica", "CPU (cores, avg)", "CPU time", "heap per registered job (ready / end)", "runs", "won", "skipped: claimed", "skipped: locked", "acquire failed", "lease lost"}}
 	for i, rp := range r.Replicas {
 		rt.Rows = append(rt.Rows, []string{fmt.Sprint(i), fmt.Sprintf("%.2f", rp.CPU.Seconds()/rp.Wall.Seconds()), rp.CPU.Round(time.Millisecond).String(),
-			fmt.Sprintf("%.0f B", rp.HeapPerJob), fmt.Sprint(rp.Runs), fmt.Sprint(rp.Stats.Started), fmt.Sprint(rp.Stats.SkipClaimed),
+			fmt.Sprintf("%.0f / %.0f B", rp.HeapPerJob, rp.HeapSteadyPerJob), fmt.Sprint(rp.Runs), fmt.Sprint(rp.Stats.Started), fmt.Sprint(rp.Stats.SkipClaimed),
 			fmt.Sprint(rp.Stats.SkipLocked), fmt.Sprint(rp.Stats.AcquireFailed), fmt.Sprint(rp.Stats.LeaseLost)})
 	}
-	fmt.Fprintf(&b, "\nPer replica (CPU over the time from all-ready to stop, getrusage of the replica process; heap: HeapAlloc after GC, after minus before New+Register+Start, divided by jobs):\n\n%s", rt.Markdown())
+	fmt.Fprintf(&b, "\nPer replica (CPU over the time from all-ready to stop, getrusage of the replica process; heap: HeapAlloc after GC less HeapAlloc before New+Register, divided by jobs, after Start and at the end of the window):\n\n%s", rt.Markdown())
 	for i, rp := range r.Replicas {
 		if rp.Err != "" {
 			fmt.Fprintf(&b, "\nreplica %d shutdown error: %s\n", i, rp.Err)
 		}
 	}
 	return b.String()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// Series is the runs of one configuration.
+type Series struct {
+	Config Config
+	Runs   []*Report
+}
+
+// seriesColumns are the figures of a run that Series reports, with their
+// formats.
+var seriesColumns = []struct {
+	name string
+	val  func(*Report) float64
+	fmt  string
+}{
+	{"missed", func(r *Report) float64 { return float64(r.Missed) }, "%.0f"},
+	{"duplicated", func(r *Report) float64 { return float64(r.Duplicated) }, "%.0f"},
+	{"lateness p50 ms", func(r *Report) float64 { return r.LateP50.Seconds() * 1000 }, "%.1f"},
+	{"lateness p99 ms", func(r *Report) float64 { return r.LateP99.Seconds() * 1000 }, "%.1f"},
+	{"scripts / occ", (*Report).ScriptsPerOccurrence, "%.2f"},
+	{"commands / occ", (*Report).CommandsPerOccurrence, "%.2f"},
+	{"cores / replica", (*Report).CoresPerReplica, "%.3f"},
+	{"heap B / job (ready)", func(r *Report) float64 { h, _ := r.HeapPerJob(); return h }, "%.0f"},
+	{"heap B / job (end)", func(r *Report) float64 { _, h := r.HeapPerJob(); return h }, "%.0f"},
+}
+
+// Markdown renders one row per run and a row of the medians (per column,
+// over the runs; per replica figures are the median replica's).
+func (s *Series) Markdown() string {
+	header := []string{"run"}
+	for _, c := range seriesColumns {
+		header = append(header, c.name)
+	}
+	t := leasebench.Table{Header: header}
+	for i, r := range s.Runs {
+		row := []string{fmt.Sprint(i + 1)}
+		for _, c := range seriesColumns {
+			row = append(row, fmt.Sprintf(c.fmt, c.val(r)))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if len(s.Runs) > 1 {
+		row := []string{"**median**"}
+		for _, c := range seriesColumns {
+			v := make([]float64, len(s.Runs))
+			for i, r := range s.Runs {
+				v[i] = c.val(r)
+			}
+			row = append(row, fmt.Sprintf(c.fmt, median(v)))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	busy := ""
+	if s.Config.Busy {
+		busy = ", one core kept busy"
+	}
+	opts := ""
+	if len(s.Config.Options) > 0 {
+		opts = ", options " + strings.Join(s.Config.Options, " ")
+	}
+	return fmt.Sprintf("%d jobs x %d replicas, %s window%s%s:\n\n%s", s.Config.Jobs, s.Config.Replicas, s.Config.Window, busy, opts, t.Markdown())
+}
+
+func median(v []float64) float64 {
+	return leasebench.Summarize(v).Median
 }

@@ -3,7 +3,9 @@
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)
--- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires)
+-- KEYS[4] round record     <prefix>:round:{G}        (never deleted, never expires);
+--         with KEYS[5] and ARGV[6..7], left out by a plain acquire (no round,
+--         no pause): three arguments fewer for Redis to copy into Lua
 -- KEYS[5] pause key        <prefix>:pause:{G}        (exists while the key is paused);
 --         given only by an acquire that honours a pause
 -- ARGV[1] lease ID (22 characters)
@@ -68,7 +70,7 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
-local round = ARGV[6] + 0
+local round = ARGV[6] and ARGV[6] + 0 or 0
 if KEYS[5] and ARGV[9] ~= '0' and redis.call('EXISTS', KEYS[5]) == 1 then
   -- Recorded as handled, within the skew bound: a fast clock must not
   -- record a future round while the key is paused.

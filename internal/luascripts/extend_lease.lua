@@ -20,7 +20,7 @@
 -- Record layout: see acquire.lua.
 local TOLERANCE_MS = 1000
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 49) == ARGV[1] then
+if v and string.find(v, ARGV[1], 1, true) == 1 then -- the head, without making a 49-byte string
   local exp = tonumber(string.sub(v, 50, 62))
   if exp then
     local t = redis.call('TIME')

@@ -17,7 +17,7 @@
 -- keys are never touched. Record layout: see acquire.lua. A release is
 -- published for the key's waiters as release.lua does.
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 49) == ARGV[1] then
+if v and string.find(v, ARGV[1], 1, true) == 1 then -- the head, without making a 49-byte string
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.pcall('SPUBLISH', KEYS[1], 'release')
   return 1

@@ -34,14 +34,23 @@ func Transient(ctx context.Context, err error) bool {
 // own. notify, if not nil, is called after each failed attempt that will be
 // retried, with the error and the wait before the next attempt.
 func Do(ctx context.Context, op func(context.Context) error, notify func(err error, wait time.Duration)) (int, error) {
+	// The first try builds no backoff: nearly every call succeeds at once.
+	attempts := 1
+	last := op(ctx)
+	if last == nil || !Transient(ctx, last) {
+		return attempts, last
+	}
 	b := backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(Initial),
 		backoff.WithMaxInterval(Max),
 		backoff.WithMaxElapsedTime(0), // ctx bounds the retries
 	)
-	attempts := 0
-	var last error
+	replay := true
 	err := backoff.RetryNotify(func() error {
+		if replay { // the first try's failure: notified and waited for as any other
+			replay = false
+			return last
+		}
 		attempts++
 		last = op(ctx)
 		if last == nil || Transient(ctx, last) {

@@ -24,7 +24,14 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/bench/leasebench"
+	"github.com/cronguard/cronguard/bench/schedscale"
 )
+
+// multiFlag is a flag that may be given more than once.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
 	if err := run(); err != nil {
@@ -46,7 +53,12 @@ type flags struct {
 	scale        bool
 	scaleChild   bool
 	scaleJobs    int
-	scaleReps    int
+	scaleReps    string
+	scaleRuns    int
+	scaleBusy    bool
+	scaleSpin    bool
+	scaleOpts    multiFlag
+	scaleProfile string
 	scaleDur     time.Duration
 	scaleWarmup  time.Duration
 	scaleTTL     time.Duration
@@ -67,7 +79,12 @@ func parseFlags() flags {
 	flag.BoolVar(&f.scale, "scale", false, "run the scheduler scale test instead of the lease benchmark")
 	flag.BoolVar(&f.scaleChild, "scale-child", false, "internal: run one scheduler replica (used by -scale)")
 	flag.IntVar(&f.scaleJobs, "scale-jobs", 10000, "scale: registered jobs")
-	flag.IntVar(&f.scaleReps, "scale-replicas", 3, "scale: replicas (child processes)")
+	flag.StringVar(&f.scaleReps, "scale-replicas", "3", "scale: replicas (child processes); a comma-separated list runs each count in turn")
+	flag.IntVar(&f.scaleRuns, "scale-runs", 1, "scale: runs of each configuration; with more than one, a table of every run and the medians")
+	flag.BoolVar(&f.scaleBusy, "scale-busy", false, "scale: keep one core busy (a child process spinning on one thread) during each run")
+	flag.Var(&f.scaleOpts, "scale-opt", "scale: a scheduler option for every replica, name=value (repeatable; names: "+strings.Join(schedscale.OptionNames(), ", ")+")")
+	flag.StringVar(&f.scaleProfile, "scale-profile", "", "scale: write each replica's CPU, heap (at ready and at the end), block and mutex profiles and a 3 s execution trace into this directory")
+	flag.BoolVar(&f.scaleSpin, "scale-spin", false, "internal: spin on one core until killed (used by -scale-busy)")
 	flag.DurationVar(&f.scaleDur, "scale-duration", 60*time.Second, "scale: length of the checked window")
 	flag.DurationVar(&f.scaleWarmup, "scale-warmup", 3*time.Second, "scale: time after every replica started before the checked window opens")
 	flag.DurationVar(&f.scaleTTL, "scale-ttl", 5*time.Second, "scale: job lease TTL")
@@ -83,6 +100,9 @@ func run() error {
 
 	if f.scaleChild {
 		return runScaleChild(ctx, f)
+	}
+	if f.scaleSpin {
+		schedscale.Spin()
 	}
 
 	addr := strings.TrimPrefix(f.redis, "redis://")
