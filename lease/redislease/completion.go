@@ -170,7 +170,7 @@ func (s *Store) acquireResume(ctx context.Context, ks keyset, ik, id string, ttl
 	}
 	base, baseArgs := acquireKeysArgs(ks, ik, "", id, ttl, nkey, ownerJSON, lease.AcquireOptions{})
 	round := strconv.FormatInt(o.Resume, 10)
-	keys := []string{base[0], base[1], base[2], base[3], ks.attempt(s.prefix), ks.history(s.prefix)}
+	keys := []string{base[0], base[1], base[2], ks.round, ks.attempt(s.prefix), ks.history(s.prefix)} // a plain acquire's keys stop at the fence counter
 	if o.PauseCheck {
 		keys = append(keys, ks.pause(s.prefix))
 	}
