@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cronguard/cronguard/lease"
 )
 
 // Firings reach the store through three steps, so that neither gocron nor
@@ -144,10 +146,37 @@ type claimTask struct {
 	f   firing
 }
 
-// worker runs claims from the queue until the queue is closed and empty.
+// maxClaimBatch is how many queued claims a worker sends to a
+// lease.BatchAcquirer in one round trip: the jobs of a firing group are
+// queued together, and their acquires go out in batches of this size.
+const maxClaimBatch = 64
+
+// worker runs claims from the queue until the queue is closed and empty:
+// one at a time, or, when the store is a lease.BatchAcquirer, whatever is
+// queued up to maxClaimBatch in one round trip (claimBatch).
 func (s *Scheduler) worker() {
 	defer s.workers.Done()
+	ba, batching := s.store.(lease.BatchAcquirer)
+	var buf []claimTask
 	for {
+		if batching {
+			ts, ok := s.queue.popBatch(buf[:0], maxClaimBatch)
+			if !ok {
+				return
+			}
+			if len(ts) > 1 {
+				s.claimBatch(ba, ts)
+				clear(ts)
+				buf = ts
+				continue
+			}
+			buf = ts
+			t := ts[0]
+			ts[0] = claimTask{}
+			l, err := s.claim(t.job, t.f)
+			t.job.deliver(input{kind: inClaimed, f: t.f, lease: l, err: err})
+			continue
+		}
 		t, ok := s.queue.pop()
 		if !ok {
 			return
@@ -214,6 +243,27 @@ func (q *claimQueue) pop() (t claimTask, ok bool) {
 		q.items, q.head = q.items[:0], 0
 	}
 	return t, true
+}
+
+// popBatch appends up to n of the oldest tasks to buf, waiting for one;
+// ok is false once the queue is closed and empty.
+func (q *claimQueue) popBatch(buf []claimTask, n int) (ts []claimTask, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head == len(q.items) && !q.closed {
+		q.cond.Wait()
+	}
+	if q.head == len(q.items) {
+		return buf, false
+	}
+	end := min(q.head+n, len(q.items))
+	buf = append(buf, q.items[q.head:end]...)
+	clear(q.items[q.head:end])
+	q.head = end
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return buf, true
 }
 
 // close makes push fail and wakes the workers; they drain what is queued

@@ -59,6 +59,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}
 		s.cancelClaims(ErrShutdown)
 		s.queue.close()
+		s.backups.close()
 		for _, j := range jobs {
 			j.deliver(input{kind: inShutdown})
 		}
