@@ -104,8 +104,8 @@ func (q *backupQueue) close() {
 	}
 }
 
-// backupPass is the goroutine of the backup queue, started with the
-// control plane and counted in s.workers:
+// backupPass is the goroutine of the backup queue, started by Start and
+// counted in s.workers:
 // it waits for each task's grace to end, checks the due tasks' rounds
 // together (checkBackups), and ends when Shutdown closed the queue and it
 // is drained.

@@ -261,10 +261,8 @@ func (s *Scheduler) start() ([]*job, error) {
 	}
 	// Before any firing: runs read s.control without a lock.
 	s.startControlPlane()
-	if s.control != nil {
-		s.workers.Add(1)
-		go s.backupPass()
-	}
+	s.workers.Add(1)
+	go s.backupPass()
 	g.Start()
 	s.cron, s.started = g, true
 	s.startWorkersLocked()
