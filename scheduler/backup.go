@@ -146,8 +146,9 @@ func (s *Scheduler) backupPass() {
 // tells which: a task whose round was claimed is answered errBackupClaimed
 // (a skip, as when its acquire is refused); the others, and all of them
 // without a RoundReader or when the read fails, go to the claim workers,
-// whose acquire decides. A trigger's round is the store's to choose: its
-// acquire is the check.
+// whose acquire decides. Only a scheduled firing or a catch-up is checked
+// so: a trigger's round is the store's to choose, and any other firing
+// (an attempt of a round already claimed) is for its acquire to decide.
 func (s *Scheduler) checkBackups(ts []claimTask) {
 	rr, ok := s.store.(lease.RoundReader)
 	if !ok {
@@ -158,7 +159,7 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 	}
 	keys := make([]string, 0, len(ts))
 	for _, t := range ts {
-		if t.f.ms != 0 {
+		if roundChecked(t.f) {
 			keys = append(keys, t.job.key)
 		}
 	}
@@ -171,7 +172,7 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 	}
 	i := 0
 	for _, t := range ts {
-		if t.f.ms == 0 {
+		if !roundChecked(t.f) {
 			s.push(t)
 			continue
 		}
@@ -183,4 +184,11 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		}
 		s.push(t)
 	}
+}
+
+// roundChecked reports whether a backup reads the round of firing f
+// before it claims: a scheduled firing or a catch-up, whose acquire
+// claims the round of its occurrence for the first time.
+func roundChecked(f firing) bool {
+	return f.kind == firedBySchedule || f.kind == firedByCatchUp
 }
