@@ -160,21 +160,19 @@ func (s *Scheduler) worker() {
 	var buf []claimTask
 	for {
 		if batching {
-			ts, ok := s.queue.popBatch(buf[:0], maxClaimBatch)
+			ts, ok := s.queue.popBatch(buf[:0], maxClaimBatch, s.cfg.acquireConcurrency)
 			if !ok {
 				return
 			}
 			if len(ts) > 1 {
 				s.claimBatch(ba, ts)
-				clear(ts)
-				buf = ts
-				continue
+			} else {
+				l, err := s.claim(ts[0].job, ts[0].f)
+				ts[0].job.deliver(input{kind: inClaimed, f: ts[0].f, lease: l, err: err})
 			}
+			s.queue.done(len(ts))
+			clear(ts)
 			buf = ts
-			t := ts[0]
-			ts[0] = claimTask{}
-			l, err := s.claim(t.job, t.f)
-			t.job.deliver(input{kind: inClaimed, f: t.f, lease: l, err: err})
 			continue
 		}
 		t, ok := s.queue.pop()
@@ -199,11 +197,12 @@ func (s *Scheduler) startWorkersLocked() {
 // claimQueue is an unbounded FIFO of claims; it never holds more than one
 // entry per job.
 type claimQueue struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	items  []claimTask
-	head   int
-	closed bool
+	mu       sync.Mutex
+	cond     sync.Cond
+	items    []claimTask
+	head     int
+	inflight int // tasks taken by popBatch and not yet done
+	closed   bool
 }
 
 func newClaimQueue() *claimQueue {
@@ -245,25 +244,40 @@ func (q *claimQueue) pop() (t claimTask, ok bool) {
 	return t, true
 }
 
-// popBatch appends up to n of the oldest tasks to buf, waiting for one;
-// ok is false once the queue is closed and empty.
-func (q *claimQueue) popBatch(buf []claimTask, n int) (ts []claimTask, ok bool) {
+// popBatch appends up to n of the oldest tasks to buf, waiting for one,
+// and counts them in flight until done: it waits while limit tasks are in
+// flight, so that batches never put more claims before the store at once
+// than single claims would (WithAcquireConcurrency). ok is false once the
+// queue is closed and empty.
+func (q *claimQueue) popBatch(buf []claimTask, n, limit int) (ts []claimTask, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.head == len(q.items) && !q.closed {
+	for {
+		queued := len(q.items) - q.head
+		switch {
+		case queued > 0 && q.inflight < limit:
+			end := q.head + min(n, limit-q.inflight, queued)
+			buf = append(buf, q.items[q.head:end]...)
+			clear(q.items[q.head:end])
+			q.inflight += end - q.head
+			q.head = end
+			if q.head == len(q.items) {
+				q.items, q.head = q.items[:0], 0
+			}
+			return buf, true
+		case queued == 0 && q.closed:
+			return buf, false
+		}
 		q.cond.Wait()
 	}
-	if q.head == len(q.items) {
-		return buf, false
-	}
-	end := min(q.head+n, len(q.items))
-	buf = append(buf, q.items[q.head:end]...)
-	clear(q.items[q.head:end])
-	q.head = end
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
-	return buf, true
+}
+
+// done ends n tasks popBatch counted in flight.
+func (q *claimQueue) done(n int) {
+	q.mu.Lock()
+	q.inflight -= n
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 // close makes push fail and wakes the workers; they drain what is queued
