@@ -166,6 +166,11 @@ func (cp *controlPlane) run() {
 		}
 		if publish && cp.publish() {
 			publish, generation = false, -1
+			// Read the fleet now, not a refresh later: a replica that
+			// joins a running fleet stops racing at once.
+			if cp.readFleet() {
+				ticks = 0
+			}
 		}
 		cp.subscribe()
 	}
