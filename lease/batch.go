@@ -47,6 +47,24 @@ type BatchAcquirer interface {
 // it or of an earlier round answers ErrRoundClaimed. The reads are not one
 // snapshot: each key's is its own. A key that is not valid fails the whole
 // call with ErrInvalidArgument, before any I/O.
+//
+// LastRuns sets spans[i] to the span of the last run recorded for keys[i]
+// (fleet.Store's ReleaseWithStatus: its start in the store's time, and its
+// end, that start plus its duration), zero when none was recorded; spans
+// must be as long as keys. A store that records no runs sets every span
+// to zero. Like LastRounds, it reads without a script.
 type RoundReader interface {
 	LastRounds(ctx context.Context, keys []string, rounds []int64) error
+	LastRuns(ctx context.Context, keys []string, spans []RunSpan) error
+}
+
+// RunSpan is when a recorded run held its key: from Start to End, in the
+// store's time. The zero RunSpan is no run.
+type RunSpan struct {
+	Start, End time.Time
+}
+
+// Covers reports whether the run held its key at t: Start <= t < End.
+func (r RunSpan) Covers(t time.Time) bool {
+	return !r.Start.IsZero() && !t.Before(r.Start) && t.Before(r.End)
 }

@@ -158,9 +158,11 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		return
 	}
 	keys := make([]string, 0, len(ts))
+	occs := make([]int64, 0, len(ts))
 	for _, t := range ts {
 		if roundChecked(t.f) {
 			keys = append(keys, t.job.key)
+			occs = append(occs, t.f.ms)
 		}
 	}
 	rounds := make([]int64, len(keys))
@@ -170,19 +172,51 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		err = rr.LastRounds(ctx, keys, rounds)
 		cancel()
 	}
+	// The rounds still unclaimed: the first choice is gone, or it found
+	// the job running (a refused acquire records no round). The span of
+	// the job's last run tells which: an occurrence that came due while
+	// the job ran is skipped, as the first choice skipped it (OverlapSkip),
+	// not run late once the run ended within the grace.
+	var open []int // indexes into keys
+	if err == nil {
+		for i := range keys {
+			if rounds[i] < occs[i] {
+				open = append(open, i)
+			}
+		}
+	}
+	running := map[int]bool{}
+	if len(open) > 0 {
+		okeys := make([]string, len(open))
+		for n, i := range open {
+			okeys[n] = keys[i]
+		}
+		spans := make([]lease.RunSpan, len(open))
+		ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
+		rerr := rr.LastRuns(ctx, okeys, spans)
+		cancel()
+		for n, i := range open {
+			if rerr == nil && spans[n].Covers(time.UnixMilli(occs[i])) {
+				running[i] = true
+			}
+		}
+	}
 	i := 0
 	for _, t := range ts {
 		if !roundChecked(t.f) {
 			s.push(t)
 			continue
 		}
-		round := rounds[i]
+		k := i
 		i++
-		if err == nil && round >= t.f.ms {
+		switch {
+		case err == nil && rounds[k] >= t.f.ms:
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupClaimed})
-			continue
+		case running[k]:
+			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
+		default:
+			s.push(t)
 		}
-		s.push(t)
 	}
 }
 

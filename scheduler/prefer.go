@@ -65,6 +65,11 @@ var errNotChosen = errors.New("claim not sent: other replicas are preferred for 
 // recorded claimed before the backup asked (the first choice took it).
 var errBackupClaimed = fmt.Errorf("the round was claimed before the backup's grace ended: %w", lease.ErrRoundClaimed)
 
+// errBackupLocked answers a backup's firing whose occurrence came due
+// while the job ran (the last run recorded spans it): the first choice
+// found the job's lease held and skipped it, and so does the backup.
+var errBackupLocked = fmt.Errorf("the job was running at the occurrence: %w", &lease.LockedError{})
+
 // role is what this replica does with one occurrence.
 type role uint8
 

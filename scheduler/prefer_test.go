@@ -334,3 +334,76 @@ func TestScheduler_Prefer_StalledFirstChoiceCostsOneGrace(t *testing.T) {
 		assert.Positive(t, stalledFirst, "a was the first choice of some occurrences")
 	})
 }
+
+// An occurrence that came due while the job ran is skipped by its backup
+// too, although the round is still unclaimed when the grace ends (the
+// first choice's acquire found the lease held and recorded nothing) and the
+// run has ended by then: the last run recorded spans the occurrence. It
+// does not run late (OverlapSkip).
+func TestScheduler_Prefer_BackupSkipsAnOccurrenceThatFoundTheJobRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		base := time.Now()
+		ids := []string{"a", "b", "c"}
+		at := func(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+		// A job name whose 2s runs on a replica that is not 4s's backup, so
+		// that 4s's backup goes through the backup's check.
+		name := ""
+		for n := 0; name == ""; n++ {
+			cand := fmt.Sprintf("long%d", n)
+			key := JobKeyPrefix + cand
+			views := make([]*fleetView, len(ids))
+			for i, id := range ids {
+				views[i] = newFleetView(id, fleetOf(ids, []string{key}), map[string]string{key: "fp"})
+			}
+			runner, backup := -1, -1
+			for i, v := range views {
+				if v.role(key, at(2*time.Second)) == roleFirst {
+					runner = i
+				}
+				if v.role(key, at(4*time.Second)) == roleBackup {
+					backup = i
+				}
+			}
+			if runner != backup {
+				name = cand
+			}
+		}
+		occ := newOccurrences()
+		var first atomic.Bool
+		job := func(ctx context.Context) error {
+			if first.CompareAndSwap(false, true) {
+				time.Sleep(2*time.Second + 100*time.Millisecond) // 2s until 4.1s: 4s finds it running
+			}
+			return occ.record(ctx)
+		}
+		evs := make([]events, len(ids))
+		var scheds []*Scheduler
+		for i, id := range ids {
+			s := newScheduler(t, store, WithInstanceID(id), WithRegistryRefresh(time.Second), WithObserver(evs[i].observe))
+			require.NoError(t, s.Register(name, Every(2*time.Second), job))
+			scheds = append(scheds, s)
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, s := range scheds {
+			require.NoError(t, s.Start())
+		}
+		time.Sleep(7 * time.Second) // to 7.5s: occurrences 2s, 4s and 6s
+		for _, s := range scheds {
+			shutdown(t, s)
+		}
+		synctest.Wait()
+
+		assert.Equal(t, []int64{at(2 * time.Second), at(6 * time.Second)}, occ.sorted(name), "4s ran nowhere")
+		skipped := 0
+		for i := range evs {
+			for _, e := range evs[i].of(EventSkipped) {
+				if e.Occurrence.UnixMilli() == at(4*time.Second) {
+					assert.Contains(t, []SkipReason{SkipLocked, SkipRunning}, e.Reason)
+					skipped++
+				}
+			}
+		}
+		assert.Equal(t, 2, skipped, "4s's first choice and backup both skipped it (as locked, or running there)")
+	})
+}

@@ -227,6 +227,19 @@ func (v *view) LastRounds(ctx context.Context, keys []string, rounds []int64) er
 	return v.srv.cur.LastRounds(ctx, keys, rounds)
 }
 
+// LastRuns implements lease.RoundReader.
+func (v *view) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	if v.severed.Load() {
+		return errPartition
+	}
+	v.srv.mu.Lock()
+	defer v.srv.mu.Unlock()
+	if v.srv.down {
+		return errOutage
+	}
+	return v.srv.cur.LastRuns(ctx, keys, spans)
+}
+
 // Extend implements lease.Store, and records the new expiry.
 func (v *view) Extend(ctx context.Context, id string, ttl time.Duration) (time.Time, error) {
 	if v.severed.Load() {

@@ -114,6 +114,11 @@ func testLastRounds(t *testing.T, env Env) {
 	require.NoError(t, rr.LastRounds(ctx, []string{a, b, fresh}, rounds))
 	assert.Equal(t, []int64{1700000000123, 5, 0}, rounds)
 
+	spans := make([]lease.RunSpan, 2)
+	require.NoError(t, rr.LastRuns(ctx, []string{a, fresh}, spans))
+	assert.Equal(t, []lease.RunSpan{{}, {}}, spans, "a plain release records no run")
+	assert.ErrorIs(t, rr.LastRuns(ctx, []string{""}, spans), lease.ErrInvalidArgument)
+
 	err := rr.LastRounds(ctx, []string{a, ""}, make([]int64, 2))
 	assert.ErrorIs(t, err, lease.ErrInvalidArgument)
 	err = rr.LastRounds(ctx, []string{a, b}, make([]int64, 1))

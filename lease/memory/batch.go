@@ -50,3 +50,32 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 	}
 	return nil
 }
+
+// LastRuns sets spans[i] to the span of the last run recorded for keys[i]
+// by ReleaseWithStatus, zero if none. See lease.RoundReader.
+func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	const op = "last runs"
+	if len(spans) < len(keys) {
+		return opError(op, fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
+	}
+	norm := make([]string, len(keys))
+	for i, k := range keys {
+		n, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opError(op, err)
+		}
+		norm[i] = n
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range norm {
+		spans[i] = lease.RunSpan{}
+		if ks := s.keys[k]; ks != nil && ks.status != nil {
+			spans[i] = lease.RunSpan{Start: ks.status.Started, End: ks.status.Started.Add(ks.status.Duration)}
+		}
+	}
+	return nil
+}

@@ -2,8 +2,10 @@ package redislease
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -108,6 +110,51 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 			if rounds[i], err = strconv.ParseInt(v, 10, 64); err != nil {
 				return internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal))
 			}
+		}
+	}
+	return nil
+}
+
+// LastRuns reads the status records of keys with one pipelined GET each
+// (no script) and returns the span of each one's last run. See
+// lease.RoundReader.
+func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	const op = "last runs"
+	if len(spans) < len(keys) {
+		return opErr(op, "", fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		nkey, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		ks, err := keysFor(s.prefix, nkey)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		cmds[i] = s.client.B().Get().Key(ks.status(s.prefix)).Build()
+	}
+	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+		v, err := resp.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			spans[i] = lease.RunSpan{}
+		case err != nil:
+			return wrapErr(ctx, op, "", err)
+		default:
+			var r struct {
+				StartedAt  int64 `json:"startedAt"`
+				DurationMs int64 `json:"durationMs"`
+			}
+			if err := json.Unmarshal([]byte(v), &r); err != nil {
+				return internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal))
+			}
+			start := time.UnixMilli(r.StartedAt)
+			spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
 		}
 	}
 	return nil
