@@ -14,7 +14,13 @@ import (
 // firing this replica is not chosen for, nowhere: the job is answered at
 // once with errNotChosen. Every claim of every firing kind passes here.
 func (s *Scheduler) dispatch(j *job, f firing) {
-	switch s.view.Load().role(j.key, f.ms) {
+	r := s.view.Load().role(j.key, f.ms)
+	if roundChecked(f) && f.maxSkew() < BackupGrace {
+		// Occurrences less than two graces apart: a backup's claim would
+		// come after the next occurrence's, too late to run it. Race.
+		r = roleRace
+	}
+	switch r {
 	case roleOther:
 		if f.kind == firedBySchedule {
 			j.deliver(input{kind: inClaimed, f: f, err: errNotChosen})

@@ -104,8 +104,9 @@
 // or, when both chosen replicas are gone before the view shows it, the
 // occurrence (reported missed by the next run's ledger); never a second
 // run. Replicas race as before without the control plane
-// (WithoutControlPlane), before they appear in the registry, and for a job
-// in conflict.
+// (WithoutControlPlane), before they appear in the registry, for a job in
+// conflict, and for occurrences less than two graces (2 × BackupGrace)
+// from their neighbours, where a backup would claim too late.
 
 // # Guarantees
 //

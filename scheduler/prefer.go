@@ -36,7 +36,10 @@ import (
 // nowhere until the view is read again (at every change of the fleet, and
 // at least once per registry lapse): the next run won reports it missed.
 //
-// Replicas race as before when there is no view: without the control
+// Replicas race as before when there is no view: for an occurrence less
+// than two graces from its neighbours (its round's skew bound is below
+// BackupGrace: the backup's claim would come after the next occurrence's);
+// without the control
 // plane (WithoutControlPlane, a store that is not a fleet.Store), before
 // this replica appears in the view (it just started, or the job was just
 // registered here), or while the job is in conflict (two fingerprints).
