@@ -180,9 +180,10 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 	}
 	// The rounds still unclaimed: the first choice is gone, or it found
 	// the job running (a refused acquire records no round). The span of
-	// the job's last run tells which: an occurrence that came due while
-	// the job ran is skipped, as the first choice skipped it (OverlapSkip),
-	// not run late once the run ended within the grace.
+	// the job's last run tells which: a scheduled occurrence that came due
+	// while the job ran is skipped, as the first choice skipped it
+	// (OverlapSkip), not run late once the run ended within the grace. A
+	// catch-up is claimed: such occurrences are what it is for.
 	var open []int // indexes into keys
 	if err == nil {
 		for i := range keys {
@@ -218,7 +219,7 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		switch {
 		case err == nil && rounds[k] >= t.f.ms:
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupClaimed})
-		case running[k]:
+		case running[k] && t.f.kind == firedBySchedule: // a catch-up is for such occurrences
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
 		default:
 			s.push(t)
