@@ -161,6 +161,106 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 	}
 }
 
+// claimBatch is claim for several jobs at once: the attempts of the
+// tasks ts go to the store in one round trip (lease.BatchAcquirer), and
+// each task is answered (its job's inClaimed) as claim would answer it.
+// The tasks whose attempt failed with a transient error are tried again
+// together, with one backoff, each until its own retryUntil; each retry
+// is logged and reported as claim reports it.
+func (s *Scheduler) claimBatch(ba lease.BatchAcquirer, ts []claimTask) {
+	type pending struct {
+		t     claimTask
+		until time.Time
+		err   error
+	}
+	answer := func(t claimTask, l *lease.Lease, err error) {
+		t.job.deliver(input{kind: inClaimed, f: t.f, lease: l, err: err})
+	}
+	ps := make([]pending, 0, len(ts))
+	for _, t := range ts {
+		switch {
+		case s.claimCtx.Err() != nil:
+			answer(t, nil, errClaimStopped)
+		case t.job.registered() == nil:
+			answer(t, nil, errClaimDropped)
+		default:
+			ps = append(ps, pending{t: t, until: s.retryUntil(t.f)})
+		}
+	}
+	var b *backoff.ExponentialBackOff
+	reqs := make([]lease.AcquireRequest, len(ps))
+	res := make([]lease.AcquireResult, len(ps))
+	for attempt := 1; len(ps) > 0; attempt++ {
+		reqs, res = reqs[:len(ps)], res[:len(ps)]
+		bound := MaxCleanup
+		for i, p := range ps {
+			reqs[i] = lease.AcquireRequest{Key: p.t.job.key, TTL: p.t.f.reg.ttl, Options: s.claimOptions(p.t.f)}
+			res[i] = lease.AcquireResult{}
+			bound = min(bound, p.t.f.reg.ttl)
+		}
+		actx, cancel := context.WithTimeout(context.Background(), bound)
+		ba.AcquireBatch(actx, reqs, res)
+		cancel()
+		now := s.cfg.clock.Now()
+		var left time.Duration
+		keep := ps[:0]
+		for i, p := range ps {
+			r := res[i]
+			if r.Err == nil || !transient(r.Err) {
+				if p.t.f.kind == firedByResume {
+					s.resumeAnswered(p.t.job, p.t.f, r.Err)
+				}
+				answer(p.t, r.Lease, r.Err)
+				continue
+			}
+			l := p.until.Sub(now)
+			if l <= 0 || s.claimCtx.Err() != nil {
+				answer(p.t, nil, r.Err)
+				continue
+			}
+			if len(keep) == 0 || l < left {
+				left = l
+			}
+			p.err = r.Err
+			keep = append(keep, p)
+		}
+		ps = keep
+		if len(ps) == 0 {
+			return
+		}
+		if b == nil {
+			b = backoff.NewExponentialBackOff(
+				backoff.WithInitialInterval(retryInitial),
+				backoff.WithMaxInterval(retryMax),
+				backoff.WithMaxElapsedTime(0), // until bounds the retries
+				backoff.WithClockProvider(s.cfg.clock),
+			)
+		}
+		wait := min(b.NextBackOff(), left)
+		for _, p := range ps {
+			j, f := p.t.job, p.t.f
+			attrs := []slog.Attr{slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Int("try", attempt),
+				logattr.Duration("retry_in", wait), slog.Any("error", p.err)}
+			if attempt == 1 {
+				s.log.LogAttrs(context.Background(), slog.LevelWarn, "job lease acquire failed; retrying while the occurrence is current", attrs...)
+			} else {
+				s.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease acquire failed again; retrying", attrs...)
+			}
+			s.emit(j, Event{Kind: EventAcquireRetrying, Job: j.name, Occurrence: s.occ(f), Try: attempt, Err: p.err})
+		}
+		timer := s.cfg.clock.NewTimer(wait)
+		select {
+		case <-timer.Chan():
+		case <-s.claimCtx.Done():
+			timer.Stop()
+			for _, p := range ps {
+				answer(p.t, nil, p.err)
+			}
+			return
+		}
+	}
+}
+
 // waitTurn waits until the lease of j is free and claims it for firing f
 // (OverlapBufferOne), until retryUntil: lease.Lock with f's round, woken by
 // the release of the running occurrence (or its lease running out). A
@@ -204,6 +304,8 @@ func answer(as *acts, f firing, err error, stopping, removed bool) {
 	skip := func(reason SkipReason, err error) { as.add(act{kind: actSkip, f: f, reason: reason, err: err}) }
 	aborted := errors.Is(err, lease.ErrAborted) || errors.Is(err, ErrShutdown)
 	switch {
+	case err == errNotChosen:
+		note("occurrence left to the replicas preferred for it")
 	case removed && aborted && f.waited:
 		// A buffered occurrence that waited for the job's lease
 		// elsewhere, ended by Remove: it came due while the job was

@@ -100,6 +100,26 @@
 //     (OverlapBufferOne), a catch-up of occurrences the run outlived, a
 //     trigger that waited for it.
 
+// # Preferred replica
+//
+// With the control plane, the replicas do not all claim every occurrence.
+// Each keeps a view of the registry (which live replicas have each job,
+// with the same fingerprint) and ranks them for each occurrence by
+// rendezvous hashing of (replica, job, occurrence): the first choice claims
+// at the firing, the backup BackupGrace later if the round is still
+// unclaimed, and the others send nothing, log nothing above debug and
+// report no event. The choice uses the occurrence, not a clock, so work
+// spreads evenly over the replicas that have a job. A catch-up or a
+// trigger, which may reach only one replica able to take it, is claimed by
+// the others as by the backup. Rounds stay the safety net: a stale view (a
+// replica that just stopped, or just started) costs a grace of lateness,
+// or, when both chosen replicas are gone before the view shows it, the
+// occurrence (reported missed by the next run's ledger); never a second
+// run. Replicas race as before without the control plane
+// (WithoutControlPlane), before they appear in the registry, for a job in
+// conflict, and for occurrences less than two graces (2 × BackupGrace)
+// from their neighbours, where a backup would claim too late.
+
 // # Guarantees
 //
 // Once per occurrence: a round can be claimed once, so an occurrence runs
@@ -229,8 +249,11 @@
 //     claims it late if no other replica ran it: a late run is possible, a
 //     second run is not. An acquire that waits in the queue keeps the
 //     occurrence its firing mapped to, however late it reaches the store.
-//   - Throughput is the store's: every replica asks the store once per
-//     occurrence of every job, and the winner once more to release. When
+//   - Throughput is the store's: with the control plane, the occurrence's
+//     preferred replica asks the store once per occurrence and once more to
+//     release, and its backup reads the round record after BackupGrace
+//     (see "Preferred replica" below); without it, every replica asks once
+//     per occurrence of every job. When
 //     the acquires of one interval take longer than the interval, the
 //     backlog grows, a job's next acquire follows its previous one closely,
 //     and an occurrence can find the previous run's lease still held on

@@ -122,8 +122,9 @@ func TestScheduler_Run_NeverTwoRunsOfAJobOnOneReplica(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // off the grid: nothing fires at Start
 		logsA := &logRecorder{}
 		var evA events
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithObserver(evA.observe), WithLogger(logsA.logger()))
-		b := newScheduler(t, store, WithInstanceID("b"))
+		// The replicas race (no preferred replica): a, ahead, wins.
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithObserver(evA.observe), WithLogger(logsA.logger()), WithoutControlPlane())
+		b := newScheduler(t, store, WithInstanceID("b"), WithoutControlPlane())
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("stuck", Every(10*time.Second), job, WithTTL(ttl), WithTimeout(2*time.Second)))
 			require.NoError(t, s.Start())

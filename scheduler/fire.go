@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cronguard/cronguard/lease"
 )
 
 // Firings reach the store through three steps, so that neither gocron nor
@@ -152,10 +154,35 @@ type claimTask struct {
 	f   firing
 }
 
-// worker runs claims from the queue until the queue is closed and empty.
+// maxClaimBatch is how many queued claims a worker sends to a
+// lease.BatchAcquirer in one round trip: the jobs of a firing group are
+// queued together, and their acquires go out in batches of this size.
+const maxClaimBatch = 64
+
+// worker runs claims from the queue until the queue is closed and empty:
+// one at a time, or, when the store is a lease.BatchAcquirer, whatever is
+// queued up to maxClaimBatch in one round trip (claimBatch).
 func (s *Scheduler) worker() {
 	defer s.workers.Done()
+	ba, batching := s.store.(lease.BatchAcquirer)
+	var buf []claimTask
 	for {
+		if batching {
+			ts, ok := s.queue.popBatch(buf[:0], maxClaimBatch, s.cfg.acquireConcurrency)
+			if !ok {
+				return
+			}
+			if len(ts) > 1 {
+				s.claimBatch(ba, ts)
+			} else {
+				l, err := s.claim(ts[0].job, ts[0].f)
+				ts[0].job.deliver(input{kind: inClaimed, f: ts[0].f, lease: l, err: err})
+			}
+			s.queue.done(len(ts))
+			clear(ts)
+			buf = ts
+			continue
+		}
 		t, ok := s.queue.pop()
 		if !ok {
 			return
@@ -178,11 +205,12 @@ func (s *Scheduler) startWorkersLocked() {
 // claimQueue is an unbounded FIFO of claims; it never holds more than one
 // entry per job.
 type claimQueue struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	items  []claimTask
-	head   int
-	closed bool
+	mu       sync.Mutex
+	cond     sync.Cond
+	items    []claimTask
+	head     int
+	inflight int // tasks taken by popBatch and not yet done
+	closed   bool
 }
 
 func newClaimQueue() *claimQueue {
@@ -222,6 +250,42 @@ func (q *claimQueue) pop() (t claimTask, ok bool) {
 		q.items, q.head = q.items[:0], 0
 	}
 	return t, true
+}
+
+// popBatch appends up to n of the oldest tasks to buf, waiting for one,
+// and counts them in flight until done: it waits while limit tasks are in
+// flight, so that batches never put more claims before the store at once
+// than single claims would (WithAcquireConcurrency). ok is false once the
+// queue is closed and empty.
+func (q *claimQueue) popBatch(buf []claimTask, n, limit int) (ts []claimTask, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		queued := len(q.items) - q.head
+		switch {
+		case queued > 0 && q.inflight < limit:
+			end := q.head + min(n, limit-q.inflight, queued)
+			buf = append(buf, q.items[q.head:end]...)
+			clear(q.items[q.head:end])
+			q.inflight += end - q.head
+			q.head = end
+			if q.head == len(q.items) {
+				q.items, q.head = q.items[:0], 0
+			}
+			return buf, true
+		case queued == 0 && q.closed:
+			return buf, false
+		}
+		q.cond.Wait()
+	}
+}
+
+// done ends n tasks popBatch counted in flight.
+func (q *claimQueue) done(n int) {
+	q.mu.Lock()
+	q.inflight -= n
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 // close makes push fail and wakes the workers; they drain what is queued

@@ -146,6 +146,7 @@ func (cp *controlPlane) run() {
 	defer poll.Stop()
 	var generation int64 = -1
 	publish := false // the entry must be written (again); tried now and then at every tick until it is
+	ticks := 0       // since the fleet was last read
 	for {
 		select {
 		case <-cp.stop:
@@ -161,17 +162,28 @@ func (cp *controlPlane) run() {
 			if publish {
 				break
 			}
+			ticks++
 			gen, found, ok := cp.refreshEntry()
 			switch {
 			case ok && !found:
 				publish = true // lapsed, or the store lost it
-			case ok && gen != generation:
-				generation = gen
-				cp.checkConflicts()
+			case ok && (gen != generation || ticks >= registryLapse && cp.s.view.Load().others()):
+				// The generation changes when a replica publishes or
+				// leaves, not when its entry lapses: while the view has
+				// other replicas, read at least once per lapse, so that
+				// one that died leaves it.
+				if cp.readFleet() {
+					generation, ticks = gen, 0
+				}
 			}
 		}
 		if publish && cp.publish() {
 			publish, generation = false, -1
+			// Read the fleet now, not a refresh later: a replica that
+			// joins a running fleet stops racing at once.
+			if cp.readFleet() {
+				ticks = 0
+			}
 		}
 		cp.subscribe()
 	}
@@ -220,16 +232,28 @@ func (cp *controlPlane) refreshEntry() (gen int64, found, ok bool) {
 	return gen, found, true
 }
 
-// checkConflicts reports the fleet's conflicts that involve this replica.
-func (cp *controlPlane) checkConflicts() {
+// readFleet reads the registry's live replicas: it reports the fleet's
+// conflicts that involve this replica and replaces the view that chooses
+// a preferred replica per occurrence (prefer.go). It reports whether the
+// store answered; if not, the view stays as it was.
+func (cp *controlPlane) readFleet() bool {
 	ctx, cancel := cp.opContext()
 	defer cancel()
-	all, err := cp.store.Conflicts(ctx)
+	all, err := cp.store.Replicas(ctx)
 	if err != nil {
-		cp.s.log.Warn("could not read the registry's conflicts", slog.Any("error", err))
-		return
+		cp.s.log.Warn("could not read the registry", slog.Any("error", err))
+		return false
 	}
-	cp.report(fleet.Involving(all, cp.s.cfg.instanceID))
+	self := cp.s.cfg.instanceID
+	cp.report(fleet.Involving(fleet.FindConflicts(all), self))
+	mine := map[string]string{}
+	for _, j := range cp.s.jobsSnapshot() {
+		if reg := j.registered(); reg != nil {
+			mine[j.key] = reg.fingerprint()
+		}
+	}
+	cp.s.view.Store(newFleetView(self, all, mine))
+	return true
 }
 
 // report logs and emits each conflict of conflicts, the full set that

@@ -156,9 +156,7 @@ func (j *job) decide(in input) acts {
 func (s *Scheduler) do(j *job, a act) {
 	switch a.kind {
 	case actClaim:
-		if !s.queue.push(claimTask{job: j, f: a.f}) {
-			j.deliver(input{kind: inClaimed, f: a.f, err: errClaimStopped})
-		}
+		s.dispatch(j, a.f) // the preferred replica's gate (backup.go)
 	case actWait:
 		s.workers.Add(1)
 		go func() {

@@ -46,8 +46,9 @@ func TestScheduler_Run_LongJobKeepsLeaseThroughHeartbeats(t *testing.T) {
 			}
 			return nil
 		}
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
-		b := newScheduler(t, store, WithInstanceID("b"))
+		// The replicas race (no preferred replica): a, ahead, wins.
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithoutControlPlane())
+		b := newScheduler(t, store, WithInstanceID("b"), WithoutControlPlane())
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("long", Every(time.Second), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
@@ -184,8 +185,9 @@ func TestScheduler_Run_TimeoutStopsRenewal(t *testing.T) {
 		const ttl = 3 * time.Second
 		release := make(chan struct{})
 		var runs atomic.Int32
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
-		b := newScheduler(t, store, WithInstanceID("b"))
+		// The replicas race (no preferred replica): a, ahead, wins.
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithoutControlPlane())
+		b := newScheduler(t, store, WithInstanceID("b"), WithoutControlPlane())
 		time.Sleep(500 * time.Millisecond)
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("stuck", Every(10*time.Second), func(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -41,8 +42,13 @@ type Scheduler struct {
 	queue   *claimQueue
 	workers sync.WaitGroup
 
-	// control is the control plane (fleet.go), nil without one.
+	// control is the control plane (fleet.go), nil without one; view is
+	// its latest snapshot of the fleet, nil until it read one; backups
+	// holds the claims made as a backup until their grace ends (prefer.go,
+	// backup.go).
 	control *controlPlane
+	view    atomic.Pointer[fleetView]
+	backups *backupQueue
 
 	mu       sync.Mutex
 	jobs     map[string]*job   // by lease key: the registered jobs, and removed ones whose run or claim still goes
@@ -98,6 +104,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 		cfg:        cfg,
 		log:        cfg.logger.With(slog.String("replica", cfg.instanceID)),
 		queue:      newClaimQueue(),
+		backups:    newBackupQueue(),
 		jobs:       make(map[string]*job),
 		groups:     make(map[string]*group),
 		limits:     make(map[string]*sharedLimit),
@@ -267,6 +274,8 @@ func (s *Scheduler) start() ([]*job, error) {
 	}
 	// Before any firing: runs read s.control without a lock.
 	s.startControlPlane()
+	s.workers.Add(1)
+	go s.backupPass()
 	g.Start()
 	s.cron, s.started = g, true
 	s.startWorkersLocked()

@@ -64,6 +64,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.cancelClaims(ErrShutdown)
 		s.queue.close()
 		s.missed.close() // what waits is logged now, and later reports at once
+		s.backups.close()
 		for _, j := range jobs {
 			j.deliver(input{kind: inShutdown})
 		}

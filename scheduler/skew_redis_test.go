@@ -60,7 +60,8 @@ func TestScheduler_Run_OncePerOccurrenceUnderClockSkewOnRedis(t *testing.T) {
 					store, err := redislease.New(newBubbleClient(t, m))
 					require.NoError(t, err)
 					s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
-						WithClock(skewedClock{clockwork.NewRealClock(), off}))
+						WithClock(skewedClock{clockwork.NewRealClock(), off}),
+						WithoutControlPlane()) // every replica claims every occurrence (no preferred replica)
 					require.NoError(t, s.Register("every", Every(time.Second), occ.record))
 					require.NoError(t, s.Register("cron", Cron("* * * * * *"), occ.record))
 					replicas = append(replicas, s)

@@ -25,7 +25,8 @@ func TestScheduler_Run_OncePerOccurrenceUnderClockSkew(t *testing.T) {
 			s, err := New(store,
 				WithLogger(discardLogger()),
 				WithInstanceID(fmt.Sprintf("replica-%d", i)),
-				WithClock(skewedClock{clockwork.NewRealClock(), off}))
+				WithClock(skewedClock{clockwork.NewRealClock(), off}),
+				WithoutControlPlane()) // every replica claims every occurrence (no preferred replica)
 			require.NoError(t, err)
 			require.NoError(t, s.Register("every", Every(time.Second), occ.record))
 			require.NoError(t, s.Register("cron", Cron("* * * * * *"), occ.record))

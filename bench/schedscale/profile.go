@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
 )
 
@@ -93,8 +94,9 @@ func (p *profiler) stop() {
 // its outcome event came: event time minus occurrence (this includes the
 // acquire's round trip).
 type lateness struct {
-	mu sync.Mutex
-	d  []time.Duration
+	mu      sync.Mutex
+	d       []time.Duration
+	started []time.Duration // of the runs started only
 }
 
 func (l *lateness) observe(e scheduler.Event) {
@@ -106,33 +108,56 @@ func (l *lateness) observe(e scheduler.Event) {
 	late := time.Since(e.Occurrence)
 	l.mu.Lock()
 	l.d = append(l.d, late)
+	if e.Kind == scheduler.EventStarted {
+		l.started = append(l.started, late)
+	}
 	l.mu.Unlock()
 }
 
 // summary returns "p50 ... p99 ... max" of the recorded lateness.
 func (l *lateness) summary() string {
 	l.mu.Lock()
-	d := slices.Clone(l.d)
+	d, started := slices.Clone(l.d), slices.Clone(l.started)
 	l.mu.Unlock()
 	if len(d) == 0 {
 		return "no attempts"
 	}
 	slices.Sort(d)
-	q := func(f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(time.Millisecond) }
+	slices.Sort(started)
+	q := func(d []time.Duration, f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(time.Millisecond) }
 	over := 0
 	for _, x := range d {
 		if x >= time.Second {
 			over++
 		}
 	}
-	return fmt.Sprintf("%d attempts, lateness p50 %s p90 %s p99 %s max %s, >=1s: %d", len(d), q(0.5), q(0.9), q(0.99), d[len(d)-1].Round(time.Millisecond), over)
+	out := fmt.Sprintf("%d attempts, lateness p50 %s p90 %s p99 %s max %s, >=1s: %d", len(d), q(d, 0.5), q(d, 0.9), q(d, 0.99), d[len(d)-1].Round(time.Millisecond), over)
+	if len(started) > 0 {
+		out += fmt.Sprintf("; %d started, start lateness p50 %s p99 %s", len(started), q(started, 0.5), q(started, 0.99))
+	}
+	return out
 }
 
-// timedStore measures the store's Acquire round trips.
+// timedStore measures the store's Acquire round trips. It embeds the
+// Redis store itself, not a lease.Store, so that the scheduler still sees
+// the store's optional interfaces (fleet.Store: the control plane and the
+// preferred replica; lease.BatchAcquirer, lease.RoundReader).
 type timedStore struct {
-	lease.Store
+	*redislease.Store
 	mu sync.Mutex
 	d  []time.Duration
+}
+
+// AcquireBatch times a batch of acquires: each took the batch's round trip.
+func (t *timedStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
+	began := time.Now()
+	t.Store.AcquireBatch(ctx, reqs, res)
+	d := time.Since(began)
+	t.mu.Lock()
+	for range reqs {
+		t.d = append(t.d, d)
+	}
+	t.mu.Unlock()
 }
 
 func (t *timedStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {

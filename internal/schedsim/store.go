@@ -170,6 +170,8 @@ var (
 	_ lease.Notifier       = (*view)(nil)
 	_ lease.SemaphoreStore = (*view)(nil)
 	_ lease.ClockedStore   = (*view)(nil)
+	_ lease.BatchAcquirer  = (*view)(nil)
+	_ lease.RoundReader    = (*view)(nil)
 )
 
 func (v *view) store() (*memory.Store, error) {
@@ -202,6 +204,40 @@ func (v *view) Acquire(ctx context.Context, key string, ttl time.Duration, opts 
 	}
 	v.srv.rec.acquired(v.client, v.srv.epoch, l)
 	return lease.Attach(v, l), nil
+}
+
+// AcquireBatch implements lease.BatchAcquirer: the acquires one by one,
+// each as Acquire makes it.
+func (v *view) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
+	for i, r := range reqs {
+		res[i].Lease, res[i].Err = v.Acquire(ctx, r.Key, r.TTL, r.Options...)
+	}
+}
+
+// LastRounds implements lease.RoundReader.
+func (v *view) LastRounds(ctx context.Context, keys []string, rounds []int64) error {
+	if v.severed.Load() {
+		return errPartition
+	}
+	v.srv.mu.Lock()
+	defer v.srv.mu.Unlock()
+	if v.srv.down {
+		return errOutage
+	}
+	return v.srv.cur.LastRounds(ctx, keys, rounds)
+}
+
+// LastRuns implements lease.RoundReader.
+func (v *view) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	if v.severed.Load() {
+		return errPartition
+	}
+	v.srv.mu.Lock()
+	defer v.srv.mu.Unlock()
+	if v.srv.down {
+		return errOutage
+	}
+	return v.srv.cur.LastRuns(ctx, keys, spans)
 }
 
 // Extend implements lease.Store, and records the new expiry.

@@ -50,6 +50,13 @@ func TestStore_SemaphoreConformance(t *testing.T) {
 	})
 }
 
+func TestStore_BatchConformance(t *testing.T) {
+	leasetest.RunBatch(t, func(t *testing.T) leasetest.Env {
+		s, clock := newStore(t)
+		return leasetest.Env{Store: s, Wait: clock.Advance}
+	})
+}
+
 func TestStore_FairConformance(t *testing.T) {
 	leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
 		s, clock := newStore(t)

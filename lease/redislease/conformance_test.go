@@ -56,3 +56,12 @@ func TestStore_FleetConformance(t *testing.T) {
 		return fleettest.Env{Store: st, Wait: time.Sleep}
 	})
 }
+
+// TestStore_BatchConformance runs the batch acquire and round read
+// contract against a real redis-server, one unique prefix per subtest.
+func TestStore_BatchConformance(t *testing.T) {
+	srv := startServer(t)
+	leasetest.RunBatch(t, func(t *testing.T) leasetest.Env {
+		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
+	})
+}

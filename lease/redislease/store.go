@@ -134,48 +134,81 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 // attempt that failed neither blocks the key until its TTL nor uses up its
 // occurrence.
 func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	a, err := s.newAcquire(key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.preflightOnce.Do(func() { s.preflight(ctx) })
+	switch {
+	case a.o.Trigger:
+		return s.acquireTrigger(ctx, a.ks, a.ik, a.id, ttl, a.nkey, a.owner, a.ownerJSON, a.o.PauseCheck)
+	case a.o.Resume > 0:
+		return s.acquireResume(ctx, a.ks, a.ik, a.id, ttl, a.nkey, a.owner, a.ownerJSON, a.o)
+	}
+	keys, args := s.keysArgs(&a)
+	sent := s.clock.Now()
+	return s.acquireAnswer(ctx, a, sent, s.execAcquire(ctx, keys, args))
+}
+
+// acquireCall is one acquire, checked and ready to send.
+type acquireCall struct {
+	nkey             string
+	ttl              time.Duration
+	o                lease.AcquireOptions
+	ks               keyset
+	owner, ownerJSON string
+	id, ik           string // the new lease's ID and its index key
+}
+
+// newAcquire checks an acquire's arguments (no I/O) and draws its lease ID.
+func (s *Store) newAcquire(key string, ttl time.Duration, opts []lease.AcquireOption) (acquireCall, error) {
 	const op = "acquire"
 	nkey, err := lease.NormalizeKey(key)
 	if err != nil {
-		return nil, opErr(op, "", err)
+		return acquireCall{}, opErr(op, "", err)
 	}
 	if err := lease.ValidateTTL(ttl); err != nil {
-		return nil, opErr(op, "", err)
+		return acquireCall{}, opErr(op, "", err)
 	}
 	o, err := lease.ResolveAcquireOptions(opts)
 	if err != nil {
-		return nil, opErr(op, "", err)
+		return acquireCall{}, opErr(op, "", err)
 	}
 	if o.Round > maxRound {
-		return nil, opErr(op, "", fmt.Errorf("%w: round must be at most %d, got %d", lease.ErrInvalidArgument, int64(maxRound), o.Round))
+		return acquireCall{}, opErr(op, "", fmt.Errorf("%w: round must be at most %d, got %d", lease.ErrInvalidArgument, int64(maxRound), o.Round))
 	}
 	ks, err := keysFor(s.prefix, nkey)
 	if err != nil {
-		return nil, opErr(op, "", err)
+		return acquireCall{}, opErr(op, "", err)
 	}
-	owner, ownerJSON := o.Owner, ownerJSONOf(o.Owner)
-	s.preflightOnce.Do(func() { s.preflight(ctx) })
-	id, ik := newLeaseID(s.prefix, ks.slot)
-	if o.Trigger {
-		return s.acquireTrigger(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o.PauseCheck)
-	}
-	if o.Resume > 0 {
-		return s.acquireResume(ctx, ks, ik, id, ttl, nkey, owner, ownerJSON, o)
-	}
+	a := acquireCall{nkey: nkey, ttl: ttl, o: o, ks: ks, owner: o.Owner, ownerJSON: ownerJSONOf(o.Owner)}
+	a.id, a.ik = newLeaseID(s.prefix, ks.slot)
+	return a, nil
+}
+
+// keysArgs returns the acquire script's keys and arguments for a (with
+// its completion record's when a carries lease.WithAttempts).
+func (s *Store) keysArgs(a *acquireCall) (keys, args []string) {
 	pause := "" // KEYS[5] only when the acquire honours a pause
-	if o.PauseCheck {
-		pause = ks.pause(s.prefix)
+	if a.o.PauseCheck {
+		pause = a.ks.pause(s.prefix)
 	}
-	keys, args := acquireKeysArgs(ks, ik, pause, id, ttl, nkey, ownerJSON, o)
-	if o.Attempts.Max > 0 {
-		keys, args = s.attemptsKeysArgs(ks, keys, args, o)
+	keys, args = acquireKeysArgs(a.ks, a.ik, pause, a.id, a.ttl, a.nkey, a.ownerJSON, a.o)
+	if a.o.Attempts.Max > 0 {
+		keys, args = s.attemptsKeysArgs(a.ks, keys, args, a.o)
 	}
-	sent := s.clock.Now()
-	resp := s.execAcquire(ctx, keys, args)
+	return keys, args
+}
+
+// acquireAnswer reads the acquire script's reply resp to a, sent at sent,
+// rolling the attempt back when its outcome is unknown.
+func (s *Store) acquireAnswer(ctx context.Context, a acquireCall, sent time.Time, resp rueidis.RedisResult) (*lease.Lease, error) {
+	const op = "acquire"
+	ks, o := a.ks, a.o
 	if err := resp.Error(); err != nil {
 		name := keyName(ks)
 		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
-			s.rollback(ctx, ks, ik, id, o.Round, 0, ttl, name)
+			s.rollback(ctx, ks, a.ik, a.id, o.Round, 0, a.ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
 	}
@@ -204,22 +237,22 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 	if err != nil {
 		// The lease was taken but its token is unusable: give it back.
 		name := keyName(ks)
-		s.rollback(ctx, ks, ik, id, o.Round, 0, ttl, name)
+		s.rollback(ctx, ks, a.ik, a.id, o.Round, 0, a.ttl, name)
 		return nil, internalErr(op, name, err)
 	}
 	s.warnFence(keyName(ks), fence, time.UnixMilli(v[3]))
 	l := &lease.Lease{
-		Key:        nkey,
-		ID:         id,
+		Key:        a.nkey,
+		ID:         a.id,
 		Fence:      fence,
-		Owner:      owner,
-		TTL:        ttl,
+		Owner:      a.owner,
+		TTL:        a.ttl,
 		AcquiredAt: time.UnixMilli(v[3]),
 		ExpiresAt:  time.UnixMilli(v[2]),
 		Round:      o.Round,
 		PrevRound:  prevRound(o.Round, v[4]),
 		Attempt:    1,
-		Deadline:   lease.LocalDeadline(sent, ttl),
+		Deadline:   lease.LocalDeadline(sent, a.ttl),
 	}
 	if o.Attempts.Max > 0 {
 		l.Attempts = lease.Attempts{Max: o.Attempts.Max, Deadline: time.UnixMilli(o.Attempts.Deadline.UnixMilli())}

@@ -1,0 +1,81 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cronguard/cronguard/lease"
+)
+
+var (
+	_ lease.BatchAcquirer = (*Store)(nil)
+	_ lease.RoundReader   = (*Store)(nil)
+)
+
+// AcquireBatch makes the acquires of reqs one after the other, each as
+// Acquire does, and writes their answers to results. See
+// lease.BatchAcquirer.
+func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, results []lease.AcquireResult) {
+	for i, r := range reqs {
+		l, err := s.Acquire(ctx, r.Key, r.TTL, r.Options...)
+		results[i] = lease.AcquireResult{Lease: l, Err: err}
+	}
+}
+
+// LastRounds sets rounds[i] to the last round recorded for keys[i], 0 if
+// none. See lease.RoundReader.
+func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) error {
+	const op = "last rounds"
+	if len(rounds) < len(keys) {
+		return opError(op, fmt.Errorf("%w: rounds must be as long as keys", lease.ErrInvalidArgument))
+	}
+	norm := make([]string, len(keys))
+	for i, k := range keys {
+		n, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opError(op, err)
+		}
+		norm[i] = n
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range norm {
+		rounds[i] = 0
+		if ks := s.keys[k]; ks != nil {
+			rounds[i] = ks.round
+		}
+	}
+	return nil
+}
+
+// LastRuns sets spans[i] to the span of the last run recorded for keys[i]
+// by ReleaseWithStatus, zero if none. See lease.RoundReader.
+func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	const op = "last runs"
+	if len(spans) < len(keys) {
+		return opError(op, fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
+	}
+	norm := make([]string, len(keys))
+	for i, k := range keys {
+		n, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opError(op, err)
+		}
+		norm[i] = n
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range norm {
+		spans[i] = lease.RunSpan{}
+		if ks := s.keys[k]; ks != nil && ks.status != nil {
+			spans[i] = lease.RunSpan{Start: ks.status.Started, End: ks.status.Started.Add(ks.status.Duration)}
+		}
+	}
+	return nil
+}

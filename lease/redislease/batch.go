@@ -1,0 +1,162 @@
+package redislease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/internal/luascripts"
+	"github.com/cronguard/cronguard/lease"
+)
+
+var (
+	_ lease.BatchAcquirer = (*Store)(nil)
+	_ lease.RoundReader   = (*Store)(nil)
+)
+
+// AcquireBatch sends the acquires of reqs in one pipeline (the acquire
+// script once per request, EVALSHA, falling back to EVAL for those the
+// server does not have cached) and writes each answer to results as
+// Acquire would give it, rolling back each attempt whose outcome is
+// unknown. See lease.BatchAcquirer. Requests for a trigger
+// (lease.WithTrigger) or a resume (lease.WithResume), and every request when the store waits for replica
+// acknowledgements (WithReplicaAck), are sent one by one with Acquire.
+func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, results []lease.AcquireResult) {
+	if s.ack.replicas > 0 {
+		for i, r := range reqs {
+			results[i].Lease, results[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
+		}
+		return
+	}
+	calls := make([]acquireCall, 0, len(reqs))
+	at := make([]int, 0, len(reqs)) // at[k]: the request of calls[k]
+	cmds := make(rueidis.Commands, 0, len(reqs))
+	for i, r := range reqs {
+		a, err := s.newAcquire(r.Key, r.TTL, r.Options)
+		switch {
+		case err != nil:
+			results[i] = lease.AcquireResult{Err: err}
+			continue
+		case a.o.Trigger || a.o.Resume > 0:
+			results[i].Lease, results[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
+			continue
+		}
+		keys, args := s.keysArgs(&a)
+		calls = append(calls, a)
+		at = append(at, i)
+		cmds = append(cmds, s.evalAcquire(acquireSHA, "", keys, args))
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	s.preflightOnce.Do(func() { s.preflight(ctx) })
+	sent := s.clock.Now()
+	resps := s.client.DoMulti(ctx, cmds...)
+	var again []int // indexes into calls whose script the server did not have
+	for k, resp := range resps {
+		if isNoScript(resp.Error()) {
+			again = append(again, k)
+		}
+	}
+	if len(again) > 0 {
+		cmds = cmds[:0]
+		for _, k := range again {
+			keys, args := s.keysArgs(&calls[k])
+			cmds = append(cmds, s.evalAcquire("", luascripts.Acquire, keys, args))
+		}
+		for n, resp := range s.client.DoMulti(ctx, cmds...) {
+			resps[again[n]] = resp
+		}
+	}
+	for k, resp := range resps {
+		l, err := s.acquireAnswer(ctx, calls[k], sent, resp)
+		results[at[k]] = lease.AcquireResult{Lease: l, Err: err}
+	}
+}
+
+// LastRounds reads the round records of keys with one pipelined GET each
+// (no script). See lease.RoundReader.
+func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) error {
+	const op = "last rounds"
+	if len(rounds) < len(keys) {
+		return opErr(op, "", fmt.Errorf("%w: rounds must be as long as keys", lease.ErrInvalidArgument))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		nkey, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		ks, err := keysFor(s.prefix, nkey)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		cmds[i] = s.client.B().Get().Key(ks.round).Build()
+	}
+	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+		v, err := resp.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			rounds[i] = 0
+		case err != nil:
+			return wrapErr(ctx, op, "", err)
+		default:
+			if rounds[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+				return internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal))
+			}
+		}
+	}
+	return nil
+}
+
+// LastRuns reads the status records of keys with one pipelined GET each
+// (no script) and returns the span of each one's last run. See
+// lease.RoundReader.
+func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	const op = "last runs"
+	if len(spans) < len(keys) {
+		return opErr(op, "", fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		nkey, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		ks, err := keysFor(s.prefix, nkey)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		cmds[i] = s.client.B().Get().Key(ks.status(s.prefix)).Build()
+	}
+	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+		v, err := resp.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			spans[i] = lease.RunSpan{}
+		case err != nil:
+			return wrapErr(ctx, op, "", err)
+		default:
+			var r struct {
+				StartedAt  int64 `json:"startedAt"`
+				DurationMs int64 `json:"durationMs"`
+			}
+			if err := json.Unmarshal([]byte(v), &r); err != nil {
+				return internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal))
+			}
+			start := time.UnixMilli(r.StartedAt)
+			spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
+		}
+	}
+	return nil
+}

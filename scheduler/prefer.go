@@ -1,0 +1,228 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// A preferred replica per occurrence. Without it every replica that has a
+// job claims each of its occurrences: R acquires per occurrence, a herd at
+// every firing. With the control plane, each replica keeps a view of the
+// fleet (which live replicas have each job, with the same fingerprint),
+// and rendezvous hashing over (replica, job key, occurrence) ranks them
+// for each occurrence, identically on every replica that has the same
+// view:
+//
+//   - the first choice claims at the firing, as every replica did before;
+//   - the backup waits BackupGrace, then reads the job's round record
+//     (lease.RoundReader: one plain GET, pipelined with the other
+//     occurrences due at the same instant) and claims only if the round
+//     is still unclaimed;
+//   - the others do not call: they log nothing above debug, report no
+//     event and allocate nothing for the occurrence.
+//
+// The choice depends on the occurrence, not on a replica's clock, so the
+// work spreads evenly whatever the clocks say. Rounds remain the safety
+// net: a replica that does call is refused or wins exactly as before, so
+// a wrong or stale view costs lateness (a grace), never a second run. An
+// occurrence whose first choice and backup are both gone (dead, stalled,
+// partitioned, or no longer having the job) before the view shows it runs
+// nowhere until the view is read again (at every change of the fleet, and
+// at least once per registry lapse): the next run won reports it missed.
+//
+// Replicas race as before when there is no view: for an occurrence less
+// than two graces from its neighbours (its round's skew bound is below
+// BackupGrace: the backup's claim would come after the next occurrence's);
+// without the control
+// plane (WithoutControlPlane, a store that is not a fleet.Store), before
+// this replica appears in the view (it just started, or the job was just
+// registered here), or while the job is in conflict (two fingerprints).
+//
+// Only a scheduled firing reaches every replica alike. A catch-up arises
+// on the replica that saw its run outlive occurrences (or that started);
+// a trigger announced on the control channel may be the only one that
+// reaches a replica able to take it. So the others treat those as the
+// backup does: they claim after the grace if the round (for a trigger,
+// the trigger itself) is still there to take.
+
+// BackupGrace is how long a backup waits after its firing before it
+// claims an occurrence its first choice has not claimed. A first choice
+// that is stalled or gone costs its occurrences this much lateness. It
+// should exceed the replicas' clock offsets from one another plus a claim's
+// round trip: a backup whose clock runs ahead of the first choice's by
+// more claims first (the run is still single; only the spread suffers).
+const BackupGrace = 250 * time.Millisecond
+
+// errNotChosen answers a scheduled firing that this replica is not
+// chosen for: another replica claims it. It is no skip: nothing is
+// reported.
+var errNotChosen = errors.New("claim not sent: other replicas are preferred for the occurrence")
+
+// errBackupClaimed answers a backup's firing whose round the store
+// recorded claimed before the backup asked (the first choice took it).
+var errBackupClaimed = fmt.Errorf("the round was claimed before the backup's grace ended: %w", lease.ErrRoundClaimed)
+
+// errBackupLocked answers a backup's firing whose occurrence came due
+// while the job ran (the last run recorded spans it): the first choice
+// found the job's lease held and skipped it, and so does the backup.
+var errBackupLocked = fmt.Errorf("the job was running at the occurrence: %w", &lease.LockedError{})
+
+// role is what this replica does with one occurrence.
+type role uint8
+
+const (
+	roleRace   role = iota // no view: claim at the firing, as every replica does
+	roleFirst              // the first choice: claim at the firing
+	roleBackup             // the backup: claim after BackupGrace if still unclaimed
+	roleOther              // not chosen: no call for a scheduled firing
+)
+
+// fleetView is an immutable snapshot of the fleet as far as the choice
+// needs it: for each job key this replica has, the live replicas that
+// have it with the same fingerprint, this one included. Keys in conflict,
+// or whose replicas do not include this one yet, are absent (race).
+type fleetView struct {
+	jobs  map[string]viewJob
+	multi bool // some key has another candidate than this replica
+}
+
+// viewJob is one key's entry: its hash, and its candidates, shared by
+// every key with the same set.
+type viewJob struct {
+	keyHash uint64
+	c       *candidates
+}
+
+// candidates is a set of replicas, sorted by ID, with the hash of each ID
+// and the index of this replica.
+type candidates struct {
+	ids   []string
+	seeds []uint64
+	self  int
+}
+
+// newFleetView builds the view of replica self, whose jobs' fingerprints
+// by key are mine, from the registry's live replicas.
+func newFleetView(self string, replicas []fleet.Replica, mine map[string]string) *fleetView {
+	type entry struct {
+		ids      []string
+		conflict bool
+	}
+	byKey := make(map[string]*entry, len(mine))
+	for _, r := range replicas {
+		for _, j := range r.Jobs {
+			fp, ok := mine[j.Key]
+			if !ok {
+				continue
+			}
+			e := byKey[j.Key]
+			if e == nil {
+				e = &entry{}
+				byKey[j.Key] = e
+			}
+			if j.Fingerprint != fp {
+				e.conflict = true
+				continue
+			}
+			if !slices.Contains(e.ids, r.ID) {
+				e.ids = append(e.ids, r.ID)
+			}
+		}
+	}
+	v := &fleetView{jobs: make(map[string]viewJob, len(byKey))}
+	shared := map[string]*candidates{}
+	for key, e := range byKey {
+		if e.conflict || !slices.Contains(e.ids, self) {
+			continue
+		}
+		slices.Sort(e.ids)
+		set := strings.Join(e.ids, "\x00")
+		c := shared[set]
+		if c == nil {
+			c = &candidates{ids: e.ids, seeds: make([]uint64, len(e.ids)), self: slices.Index(e.ids, self)}
+			for i, id := range e.ids {
+				c.seeds[i] = fnv1a(fnvOffset, id)
+			}
+			shared[set] = c
+		}
+		v.jobs[key] = viewJob{keyHash: fnv1a(fnvOffset, key), c: c}
+		v.multi = v.multi || len(c.ids) > 1
+	}
+	return v
+}
+
+// others reports whether the view has a replica besides this one.
+func (v *fleetView) others() bool { return v != nil && v.multi }
+
+// role returns this replica's role for the occurrence ms (Unix ms; 0 for
+// a trigger) of the job with key.
+func (v *fleetView) role(key string, ms int64) role {
+	if v == nil {
+		return roleRace
+	}
+	vj, ok := v.jobs[key]
+	if !ok {
+		return roleRace
+	}
+	first, second := rank(vj.c.seeds, vj.keyHash, ms)
+	switch vj.c.self {
+	case first:
+		return roleFirst
+	case second:
+		return roleBackup
+	}
+	return roleOther
+}
+
+// rank returns the indexes of the highest and second highest weights of
+// rendezvous hashing for (key, occurrence) over the replicas' seeds
+// (second is -1 with one replica). Equal weights, which need a 64-bit
+// collision, go to the lower index.
+func rank(seeds []uint64, keyHash uint64, ms int64) (first, second int) {
+	occ := mix64(keyHash ^ mix64(uint64(ms)))
+	first, second = -1, -1
+	var w1, w2 uint64
+	for i, seed := range seeds {
+		w := mix64(seed ^ occ)
+		switch {
+		case first < 0 || w > w1:
+			second, w2 = first, w1
+			first, w1 = i, w
+		case second < 0 || w > w2:
+			second, w2 = i, w
+		}
+	}
+	return first, second
+}
+
+// FNV-1a, 64 bits: the same on every process and platform (the choice
+// must agree across replicas; maphash's seeds differ per process).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// mix64 is splitmix64's finalizer: every input bit affects every output
+// bit, which FNV alone does not give the last bytes it hashed.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
