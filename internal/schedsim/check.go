@@ -815,14 +815,14 @@ func committed(a *Attempt) bool {
 }
 
 // committedBefore reports whether an attempt of a's job and occurrence
-// other than a committed a fenced write before t.
+// other than a committed a fenced write at or before t.
 func (c *checker) committedBefore(a *Attempt, t time.Time) bool {
 	for _, b := range c.h.Attempts {
 		if b == a || b.Job != a.Job || !b.Occurrence.Equal(a.Occurrence) {
 			continue
 		}
 		for _, w := range b.Writes {
-			if w.Committed && w.At.Before(t) {
+			if w.Committed && !w.At.After(t) { // at the same instant too: fencing ordered them
 				return true
 			}
 		}
