@@ -20,14 +20,20 @@ var schedulerOptions = map[string]func(value string) (scheduler.Option, error){
 		}
 		return scheduler.WithAcquireConcurrency(n), nil
 	},
-	// claim: how the replicas share an occurrence. "racing": every replica
-	// claims every occurrence (the scheduler's only mode so far).
+	// claim: how the replicas share an occurrence. "preferred" (the
+	// default with the control plane): a first choice per occurrence
+	// claims it, a backup after scheduler.BackupGrace, the others not at
+	// all. "racing": every replica claims every occurrence, as a scheduler
+	// does without the control plane (scheduler.WithoutControlPlane: no
+	// registry, run status or history either).
 	"claim": func(v string) (scheduler.Option, error) {
 		switch v {
-		case "racing":
+		case "preferred":
 			return nil, nil
+		case "racing":
+			return scheduler.WithoutControlPlane(), nil
 		default:
-			return nil, fmt.Errorf("this scheduler has no claim mode %q (known: racing)", v)
+			return nil, fmt.Errorf("this scheduler has no claim mode %q (known: preferred, racing)", v)
 		}
 	},
 	"control-plane": func(v string) (scheduler.Option, error) {

@@ -34,9 +34,12 @@ func TestJobName_RoundTrip(t *testing.T) {
 }
 
 func TestSchedulerOptions_Names(t *testing.T) {
-	opts, err := SchedulerOptions([]string{"acquire-concurrency=8", "claim=racing", "control-plane=true"})
+	opts, err := SchedulerOptions([]string{"acquire-concurrency=8", "claim=preferred", "control-plane=true"})
 	assert.NoError(t, err)
-	assert.Len(t, opts, 1, "racing and the control plane are the defaults")
+	assert.Len(t, opts, 1, "the preferred replica and the control plane are the defaults")
+	opts, err = SchedulerOptions([]string{"claim=racing"})
+	assert.NoError(t, err)
+	assert.Len(t, opts, 1, "racing is a scheduler without the control plane")
 	_, err = SchedulerOptions([]string{"claim=nowhere"})
 	assert.Error(t, err)
 	_, err = SchedulerOptions([]string{"nosuch=1"})
