@@ -184,46 +184,49 @@ func TestScheduler_Completion_ShutdownResumesOnAnotherReplica(t *testing.T) {
 		log, fx := newAttemptLog(), newEffects()
 		job := func(ctx context.Context) error {
 			r, i := log.begin(ctx)
-			if r.Replica == "a" {
+			if r.Attempt == 1 {
 				<-ctx.Done() // a long nightly run, cut by Shutdown
 				return log.end(i, context.Cause(ctx))
 			}
 			return log.end(i, fx.commit(r))
 		}
 		time.Sleep(30 * time.Second) // off the hourly grid
-		logsA := &logRecorder{}
-		var evA, evB events
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithObserver(evA.observe), WithLogger(logsA.logger()))
-		b := newScheduler(t, store, WithInstanceID("b"), WithObserver(evB.observe))
-		for _, s := range []*Scheduler{a, b} {
+		logs := map[string]*logRecorder{"a": {}, "b": {}}
+		evs := map[string]*events{"a": {}, "b": {}}
+		scheds := map[string]*Scheduler{}
+		for _, id := range []string{"a", "b"} {
+			scheds[id] = newScheduler(t, store, WithInstanceID(id), WithObserver(evs[id].observe), WithLogger(logs[id].logger()))
+		}
+		for _, s := range scheds {
 			require.NoError(t, s.Register("nightly", Every(time.Hour), job))
 			require.NoError(t, s.Start())
 		}
-		first := <-log.started
-		require.Equal(t, "a", first.Replica)
+		first := <-log.started // on the occurrence's first choice
 		require.Equal(t, 1, first.Attempt)
+		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
 
-		shutdown(t, a)
+		shutdown(t, scheds[holder])
 		released := time.Now()
 		second := <-log.started
 		synctest.Wait()
 
-		assert.Equal(t, "b", second.Replica)
+		assert.Equal(t, other, second.Replica)
 		assert.Equal(t, 2, second.Attempt)
 		assert.True(t, second.Occurrence.Equal(first.Occurrence), "the same occurrence")
 		assert.Greater(t, second.Fence, first.Fence, "a new, greater fence")
 		assert.Less(t, log.all()[1].at.Sub(released), 2*time.Second, "resumed within 2s of the release")
 		assert.Equal(t, 1, fx.count(), "the effect committed once")
 
+		evA := evs[holder]
 		require.Len(t, evA.of(EventInterrupted), 1)
 		assert.ErrorIs(t, evA.of(EventInterrupted)[0].Err, ErrShutdown)
 		assert.Equal(t, 1, evA.of(EventInterrupted)[0].Attempt)
 		assert.Empty(t, evA.of(EventFailed), "an interrupted run is no failure")
-		assert.True(t, logsA.has("WARN", "job interrupted: it did not end by itself"))
-		assert.Equal(t, uint64(1), a.Stats().Interrupted)
-		assert.Zero(t, a.Stats().Failed)
-		assert.Equal(t, uint64(1), b.Stats().Resumed)
-		assert.Equal(t, uint64(1), b.Stats().Succeeded)
+		assert.True(t, logs[holder].has("WARN", "job interrupted: it did not end by itself"))
+		assert.Equal(t, uint64(1), scheds[holder].Stats().Interrupted)
+		assert.Zero(t, scheds[holder].Stats().Failed)
+		assert.Equal(t, uint64(1), scheds[other].Stats().Resumed)
+		assert.Equal(t, uint64(1), scheds[other].Stats().Succeeded)
 
 		runs, _, err := store.History(t.Context(), "job:nightly", 0, 10)
 		require.NoError(t, err)
@@ -240,11 +243,11 @@ func TestScheduler_Completion_ShutdownResumesOnAnotherReplica(t *testing.T) {
 func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := newMemoryStore(t, nil)
-		storeA := &mortalStore{Store: shared}
+		stores := map[string]*mortalStore{"a": {Store: shared}, "b": {Store: shared}}
 		log, fx := newAttemptLog(), newEffects()
 		job := func(ctx context.Context) error {
 			r, i := log.begin(ctx)
-			if r.Replica == "a" {
+			if r.Attempt == 1 {
 				<-ctx.Done()
 				return log.end(i, context.Cause(ctx))
 			}
@@ -252,30 +255,32 @@ func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 		}
 		const ttl = 3 * time.Second
 		time.Sleep(30 * time.Second)
-		var evB events
-		a := newScheduler(t, storeA, WithInstanceID("a"), ahead(100*time.Millisecond))
-		b := newScheduler(t, shared, WithInstanceID("b"), WithObserver(evB.observe))
-		for _, s := range []*Scheduler{a, b} {
+		evs := map[string]*events{"a": {}, "b": {}}
+		scheds := map[string]*Scheduler{}
+		for _, id := range []string{"a", "b"} {
+			scheds[id] = newScheduler(t, stores[id], WithInstanceID(id), WithObserver(evs[id].observe))
+		}
+		for _, s := range scheds {
 			require.NoError(t, s.Register("nightly", Every(time.Hour), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
 		}
 		first := <-log.started
-		require.Equal(t, "a", first.Replica)
-		time.Sleep(10 * time.Second) // a renews its lease a few times
-		storeA.kill()
+		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
+		time.Sleep(10 * time.Second) // the holder renews its lease a few times
+		stores[holder].kill()
 		died := time.Now()
 		second := <-log.started
 		resumed := time.Now()
 		synctest.Wait()
 
-		assert.Equal(t, "b", second.Replica)
+		assert.Equal(t, other, second.Replica)
 		assert.Equal(t, 2, second.Attempt)
 		assert.True(t, second.Occurrence.Equal(first.Occurrence))
 		assert.Greater(t, second.Fence, first.Fence)
 		assert.LessOrEqual(t, resumed.Sub(died), ttl+2*time.Second, "resumed within TTL + 2s of the death")
 		assert.Equal(t, 1, fx.count())
-		assert.Equal(t, uint64(1), b.Stats().Succeeded)
-		assert.Empty(t, evB.of(EventGivenUp))
+		assert.Equal(t, uint64(1), scheds[other].Stats().Succeeded)
+		assert.Empty(t, evs[other].of(EventGivenUp))
 	})
 }
 
@@ -285,13 +290,13 @@ func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 func TestScheduler_Completion_DuplicateIsSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := newMemoryStore(t, nil)
-		storeA := &mortalStore{Store: shared}
+		stores := map[string]*mortalStore{"a": {Store: shared}, "b": {Store: shared}}
 		log, fx := newAttemptLog(), newEffects()
 		job := func(ctx context.Context) error {
 			r, i := log.begin(ctx)
 			err := fx.commit(r)
-			if r.Replica == "a" && err == nil {
-				storeA.kill() // committed, then the process died before it returned
+			if r.Attempt == 1 && err == nil {
+				stores[r.Replica].kill() // committed, then the process died before it returned
 				<-ctx.Done()
 				return log.end(i, context.Cause(ctx))
 			}
@@ -299,10 +304,9 @@ func TestScheduler_Completion_DuplicateIsSuccess(t *testing.T) {
 		}
 		const ttl = 3 * time.Second
 		time.Sleep(30 * time.Second)
-		var evB events
-		a := newScheduler(t, storeA, WithInstanceID("a"), ahead(100*time.Millisecond))
-		b := newScheduler(t, shared, WithInstanceID("b"), WithObserver(evB.observe))
-		for _, s := range []*Scheduler{a, b} {
+		evs := map[string]*events{"a": {}, "b": {}}
+		for _, id := range []string{"a", "b"} {
+			s := newScheduler(t, stores[id], WithInstanceID(id), WithObserver(evs[id].observe))
 			require.NoError(t, s.Register("nightly", Every(time.Hour), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
 		}
@@ -315,6 +319,7 @@ func TestScheduler_Completion_DuplicateIsSuccess(t *testing.T) {
 		all := log.all()
 		require.Len(t, all, 2, "no third attempt")
 		assert.ErrorIs(t, all[1].err, fencing.ErrDuplicate)
+		evB := evs[second.Replica]
 		require.Len(t, evB.of(EventSucceeded), 1, "the duplicate is a success")
 		assert.Empty(t, evB.of(EventFailed))
 		assert.Equal(t, 1, fx.count())
