@@ -124,7 +124,9 @@ func (l *lateness) summary() string {
 	}
 	slices.Sort(d)
 	slices.Sort(started)
-	q := func(d []time.Duration, f float64) time.Duration { return d[int(f*float64(len(d)-1))].Round(time.Millisecond) }
+	q := func(d []time.Duration, f float64) time.Duration {
+		return d[int(f*float64(len(d)-1))].Round(time.Millisecond)
+	}
 	over := 0
 	for _, x := range d {
 		if x >= time.Second {
