@@ -39,8 +39,11 @@ func TestTelemetry_Scheduler_ScriptedCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		store := newMemoryStore(t)
-		fast := newScheduler(t, store, h.tel, scheduler.WithInstanceID("fast"), ahead())
-		slow := newScheduler(t, store, h.tel, scheduler.WithInstanceID("slow"))
+		// The replicas race (no control plane, so no preferred replica):
+		// fast, ahead, wins every occurrence both have, and slow reports
+		// each one claimed.
+		fast := newScheduler(t, store, h.tel, scheduler.WithInstanceID("fast"), ahead(), scheduler.WithoutControlPlane())
+		slow := newScheduler(t, store, h.tel, scheduler.WithInstanceID("slow"), scheduler.WithoutControlPlane())
 		time.Sleep(500 * time.Millisecond)
 
 		long := func(context.Context) error { time.Sleep(65 * time.Second); return nil }
