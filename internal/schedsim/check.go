@@ -570,6 +570,14 @@ func (c *checker) catchUp() {
 			// with it, which the reported check holds it to.
 			continue
 		}
+		if life := c.lives[a.Replica]; life != nil && life.clockAt(e).Before(occ) {
+			// The replica's clock (slow) had not reached occ when the run
+			// returned: occ was not due there, so no catch-up was owed. Its
+			// firing of occ came later and claimed it, reported it, or
+			// (not the occurrence's preferred replica) left it to the
+			// replicas chosen for it, which the reported check holds to.
+			continue
+		}
 		if f := c.firstEventBy(a.Replica, a.Job, occ); !f.IsZero() && f.After(e) {
 			// The replica's clock (slow) reached occ only after the run
 			// returned: occ was not due there, so no catch-up was owed;

@@ -158,6 +158,27 @@ type Life struct {
 	How      string    // "shutdown", "crash", or "" (shut down after End)
 	Severed  []Interval
 	Jumps    []time.Time // clock jumps
+	// Offsets are the replica's clock offsets from the bubble's time, in
+	// order: the one it started with, then one per jump.
+	Offsets []ClockOffset
+}
+
+// ClockOffset is a replica's clock offset from the bubble's time from At on.
+type ClockOffset struct {
+	At  time.Time
+	Off time.Duration
+}
+
+// clockAt returns what the replica's clock read at t (the bubble's time).
+func (l *Life) clockAt(t time.Time) time.Time {
+	var off time.Duration
+	for _, o := range l.Offsets {
+		if o.At.After(t) {
+			break
+		}
+		off = o.Off
+	}
+	return t.Add(off)
 }
 
 // live reports whether the incarnation was running and reached the store

@@ -241,6 +241,7 @@ func (w *world) start(b *base) {
 	inc := &incarnation{life: life, view: &view{srv: w.srv, client: id}, clock: &skewClock{Clock: clockwork.NewRealClock()},
 		dead: make(chan struct{}), regs: make(map[int]*Reg)}
 	inc.clock.off.Store(int64(b.offset))
+	life.Offsets = []ClockOffset{{At: life.From, Off: b.offset}}
 	refresh := 30 * time.Second
 	if w.cfg.Full {
 		refresh = scheduler.DefaultRegistryRefresh
@@ -518,7 +519,10 @@ func (w *world) jump(b *base, off time.Duration) {
 	}
 	inc.clock.off.Store(int64(off))
 	now := time.Now()
-	w.rec.with(func(*History) { inc.life.Jumps = append(inc.life.Jumps, now) })
+	w.rec.with(func(*History) {
+		inc.life.Jumps = append(inc.life.Jumps, now)
+		inc.life.Offsets = append(inc.life.Offsets, ClockOffset{At: now, Off: off})
+	})
 	w.rec.op(Op{Kind: "clock jump", Replica: inc.life.ID, Arg: off})
 }
 
