@@ -15,9 +15,17 @@ import (
 // once with errNotChosen. Every claim of every firing kind passes here.
 func (s *Scheduler) dispatch(j *job, f firing) {
 	r := s.view.Load().role(j.key, f.ms)
-	if roundChecked(f) && f.maxSkew() < BackupGrace {
+	switch {
+	case roundChecked(f) && f.maxSkew() < BackupGrace:
 		// Occurrences less than two graces apart: a backup's claim would
 		// come after the next occurrence's, too late to run it. Race.
+		r = roleRace
+	case f.kind == firedByCatchUp:
+		// A catch-up is claimed at once by whichever replica owes it: the
+		// one whose run outlived the occurrence (its chosen replicas found
+		// the job locked and skipped it), or one that just started. Held
+		// back a grace, it loses to a trigger another replica takes as the
+		// run's lease is released, whose round comes after it.
 		r = roleRace
 	}
 	switch r {

@@ -109,9 +109,11 @@
 // at the firing, the backup BackupGrace later if the round is still
 // unclaimed, and the others send nothing, log nothing above debug and
 // report no event. The choice uses the occurrence, not a clock, so work
-// spreads evenly over the replicas that have a job. A catch-up or a
-// trigger, which may reach only one replica able to take it, is claimed by
-// the others as by the backup. Rounds stay the safety net: a stale view (a
+// spreads evenly over the replicas that have a job. A catch-up is claimed
+// at once by the replica that owes it (its run outlived the occurrence,
+// which the chosen replicas found locked, or it just started). A trigger,
+// which may reach only one replica able to take it, is claimed by the
+// others as by the backup. Rounds stay the safety net: a stale view (a
 // replica that just stopped, or just started) costs a grace of lateness,
 // or, when both chosen replicas are gone before the view shows it, the
 // occurrence (reported missed by the next run's ledger); never a second
