@@ -70,6 +70,11 @@ type jobState struct {
 	// case its holder died and never hands the trigger on), or a little
 	// later.
 	triggerRetry bool
+	// catchUpRetry: a catch-up found the job's lease held elsewhere; a
+	// timer asks again when that lease runs out (the holder's replica may
+	// owe no catch-up: its clock had not reached the occurrence when its
+	// run ended).
+	catchUpRetry bool
 }
 
 // input is what can happen to a job.
@@ -95,6 +100,7 @@ const (
 	inRegister                          // Register again while a removed run still goes
 	inShutdown                          // Shutdown: firings stopped
 	inTriggerRetry                      // the timer set when a trigger found the lease held elsewhere
+	inCatchUpRetry                      // the timer set when a catch-up found the lease held elsewhere
 	inResume                            // an occurrence of the job is open (the fleet's index, a message): f.ms is its round
 )
 
@@ -124,6 +130,7 @@ const (
 	actHandOn                          // a trigger waits that this replica will not run: announce it to the fleet
 	actForget                          // the job is removed and idle: drop its owner
 	actRetryTrigger                    // ask for the trigger again after d (the lease held elsewhere runs out)
+	actRetryCatchUp                    // try the catch-up again after d (the lease held elsewhere runs out)
 )
 
 // acts is what one transition decided; it holds no more than a transition
@@ -182,6 +189,8 @@ func (s *Scheduler) do(j *job, a act) {
 		s.forget(j)
 	case actRetryTrigger:
 		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
+	case actRetryCatchUp:
+		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inCatchUpRetry}) })
 	}
 }
 
@@ -204,7 +213,10 @@ func (j *job) transition(in input) (as acts) {
 		f.reg = st.reg
 		j.offer(&as, f)
 
-	case inCatchUp:
+	case inCatchUp, inCatchUpRetry:
+		if in.kind == inCatchUpRetry {
+			st.catchUpRetry = false
+		}
 		f, ok := j.catchUpFiring()
 		switch {
 		case !ok || st.stopping:
@@ -360,6 +372,14 @@ func (j *job) claimed(as *acts, in input) {
 	default:
 		answer(as, f, in.err, st.stopping, st.reg == nil)
 		var le *lease.LockedError
+		if f.kind == firedByCatchUp && !st.catchUpRetry && st.reg != nil && !st.stopping && errors.As(in.err, &le) {
+			// The job runs elsewhere: the replica running it may owe no
+			// catch-up (its clock had not reached the occurrence when its
+			// run ended), so try again once its lease runs out, while the
+			// occurrence is still within the window (catchUpFiring).
+			st.catchUpRetry = true
+			as.add(act{kind: actRetryCatchUp, d: le.Remaining})
+		}
 		switch {
 		case f.kind != firedByTrigger || st.triggerRetry || st.reg == nil || st.stopping:
 		case errors.As(in.err, &le):
