@@ -23,6 +23,12 @@ import (
 // seconds, and reports its firing lateness in its done message.
 const ProfileDirEnv = "SCHEDSCALE_PROFILE_DIR"
 
+// ProfileContentionEnv names an environment variable: set to "0", the
+// replicas write no block and mutex profiles, whose sampling costs CPU of
+// its own (stack walks at every blocking event) and distorts the CPU
+// profile.
+const ProfileContentionEnv = "SCHEDSCALE_PROFILE_CONTENTION"
+
 // TraceAfter is when the execution trace starts, from the replica's start
 // (inside the checked window of a default run), and TraceSeconds how long it
 // runs.
@@ -56,8 +62,10 @@ func startProfiler(replica int) (*profiler, error) {
 	if err := pprof.StartCPUProfile(p.cpu); err != nil {
 		return nil, err
 	}
-	runtime.SetBlockProfileRate(int(time.Millisecond))
-	runtime.SetMutexProfileFraction(100)
+	if os.Getenv(ProfileContentionEnv) != "0" {
+		runtime.SetBlockProfileRate(int(time.Millisecond))
+		runtime.SetMutexProfileFraction(100)
+	}
 	if p.tr, err = os.Create(p.path("trace", "out")); err != nil {
 		return nil, err
 	}
