@@ -17,6 +17,7 @@ import (
 
 	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/scheduler"
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/rueidis"
 )
 
@@ -38,6 +39,10 @@ type ChildConfig struct {
 	// Options are scheduler options by name (see SchedulerOptions), as
 	// "name=value".
 	Options []string
+	// Offset moves the scheduler's clock: its Now is true time plus
+	// Offset, its timers keep the real pace. The lateness recorded is on
+	// true time.
+	Offset time.Duration
 }
 
 // JobName returns the name of job i.
@@ -109,7 +114,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		if !ok {
 			return fmt.Errorf("schedscale: no run in context")
 		}
-		late := time.Since(r.Occurrence).Microseconds()
+		late := time.Since(r.Occurrence).Microseconds() // true time, whatever the scheduler's clock says
 		mu.Lock()
 		runs = append(runs, [3]int64{int64(jobIndex(r.Job)), r.Occurrence.UnixMilli(), late})
 		mu.Unlock()
@@ -137,6 +142,9 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	opts = append(opts, named...)
+	if cfg.Offset != 0 {
+		opts = append(opts, scheduler.WithClock(offsetClock{Clock: clockwork.NewRealClock(), offset: cfg.Offset}))
+	}
 	prof, err := startProfiler(cfg.Replica)
 	if err != nil {
 		return err

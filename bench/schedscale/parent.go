@@ -39,6 +39,13 @@ type Config struct {
 	// Options are passed to every replica: scheduler options by name, as
 	// "name=value" (see SchedulerOptions).
 	Options []string
+	// Offsets are the replicas' clock offsets (see Offset): each replica's
+	// scheduler runs on a clock whose Now is true time plus its offset.
+	// Lateness is still measured on true time.
+	Offsets []time.Duration
+	// Stop, when set, stalls a replica (SIGSTOP, then SIGCONT) inside the
+	// window, and the report tells what it cost (Report.Stop).
+	Stop *Stop
 }
 
 // SpinArgs are the arguments that make Exe spin on one core until killed
@@ -91,6 +98,28 @@ type Report struct {
 	// start minus the occurrence, across all replicas.
 	LateP50, LateP99, LateMax time.Duration
 	LateOver1s                int // runs that started 1 s or more late
+	// WindowRuns is, per replica, its runs of the window's occurrences.
+	WindowRuns []int
+	// Stop is what stalling a replica cost (Config.Stop), nil without.
+	Stop *StopReport
+}
+
+// Spread returns the most and the fewest runs of the window's occurrences
+// on one replica (WindowRuns), each as a ratio to the mean over the
+// replicas: 1 and 1 when the work spread evenly; 0 and 0 without runs.
+func (r *Report) Spread() (maxRatio, minRatio float64) {
+	if len(r.WindowRuns) == 0 {
+		return 0, 0
+	}
+	sum := 0
+	for _, n := range r.WindowRuns {
+		sum += n
+	}
+	if sum == 0 {
+		return 0, 0
+	}
+	mean := float64(sum) / float64(len(r.WindowRuns))
+	return float64(slices.Max(r.WindowRuns)) / mean, float64(slices.Min(r.WindowRuns)) / mean
 }
 
 // ScriptsPerOccurrence is EVAL/EVALSHA/FCALL calls over the window per
@@ -144,6 +173,11 @@ type child struct {
 
 // Run performs a scale run.
 func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
+	if cfg.Stop != nil {
+		if err := cfg.Stop.check(cfg); err != nil {
+			return nil, err
+		}
+	}
 	admin, err := leasebench.NewAdmin(cfg.Addr)
 	if err != nil {
 		return nil, err
@@ -209,6 +243,30 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 	}
 	fmt.Fprintf(cfg.Log, "window %s .. %s\n", start.Format(time.TimeOnly), end.Format(time.TimeOnly))
 	rep := &Report{Config: cfg, WindowStart: start}
+	// The stalled replica is resumed before the replicas are asked to
+	// stop (Stop.check: inside the window), and at once if Run returns
+	// early.
+	type paused struct {
+		stopped, resumed time.Time
+		err              error
+	}
+	var pauseDone chan paused
+	if st := cfg.Stop; st != nil {
+		pauseCtx, cancelPause := context.WithCancel(ctx)
+		pauseDone = make(chan paused, 1)
+		proc := children[st.Replica].cmd.Process
+		go func() {
+			var p paused
+			p.stopped, p.resumed, p.err = st.pause(pauseCtx, start, proc.Signal)
+			pauseDone <- p
+		}()
+		defer func() {
+			cancelPause()
+			if pauseDone != nil { // not received yet
+				<-pauseDone
+			}
+		}()
+	}
 	if err := sleepUntil(ctx, start.Add(cfg.Window/2)); err != nil {
 		return nil, err
 	}
@@ -229,6 +287,14 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 	// Let the last occurrences finish, then stop the replicas.
 	if err := sleepUntil(ctx, end.Add(2*time.Second)); err != nil {
 		return nil, err
+	}
+	var pause paused
+	if pauseDone != nil {
+		pause = <-pauseDone
+		pauseDone = nil
+		if pause.err != nil {
+			return nil, pause.err
+		}
 	}
 	stopAt := time.Now()
 	for _, c := range children {
@@ -256,6 +322,10 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 		})
 	}
 	rep.check(children, start, end)
+	if cfg.Stop != nil {
+		rep.checkStop(children, *cfg.Stop, start)
+		rep.Stop.Stopped, rep.Stop.Resumed = pause.stopped, pause.resumed
+	}
 	return rep, nil
 }
 
@@ -266,7 +336,8 @@ func (r *Report) check(children []*child, start, end time.Time) {
 	slots := int((end.UnixMilli() - start.UnixMilli()) / iv)
 	counts := make([]uint8, r.Config.Jobs*slots)
 	var late []time.Duration
-	for _, c := range children {
+	r.WindowRuns = make([]int, len(children))
+	for i, c := range children {
 		for _, run := range c.done.Runs {
 			job, occ := int(run[0]), run[1]
 			if job < 0 || job >= r.Config.Jobs || occ < start.UnixMilli() || occ >= end.UnixMilli() || (occ-start.UnixMilli())%iv != 0 {
@@ -277,6 +348,7 @@ func (r *Report) check(children []*child, start, end time.Time) {
 				counts[k]++
 			}
 			late = append(late, time.Duration(run[2])*time.Microsecond)
+			r.WindowRuns[i]++
 		}
 	}
 	r.Expected = len(counts)
@@ -303,6 +375,9 @@ func (r *Report) check(children []*child, start, end time.Time) {
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
+	if ctx.Err() != nil {
+		return errors.New("schedscale: interrupted")
+	}
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {
@@ -324,6 +399,9 @@ func DefaultChildArgs(cfg Config, replica int) []string {
 		"-scale-duration", cfg.Window.String()}
 	for _, o := range cfg.Options {
 		args = append(args, "-scale-opt", o)
+	}
+	if d := cfg.Offset(replica); d != 0 {
+		args = append(args, "-scale-offset="+d.String())
 	}
 	return args
 }

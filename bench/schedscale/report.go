@@ -2,6 +2,7 @@ package schedscale
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,12 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "%d jobs on a %s grid (`Every(%s)`, lease TTL %s), registered on each of %d replicas (child processes) sharing one Redis; checked window %s (%d occurrences per job), opened %s after the last replica started.\n\n",
 		r.Config.Jobs, r.Config.Interval, r.Config.Interval, r.Config.TTL, r.Config.Replicas, r.Config.Window,
 		int(r.Config.Window/r.Config.Interval), r.Config.Warmup)
+	if offs := r.Config.formatOffsets(); offs != "" {
+		fmt.Fprintf(&b, "Scheduler clock offsets, replica 0 on: %s (lateness measured on true time).\n\n", offs)
+	}
+	if st := r.Config.Stop; st != nil {
+		fmt.Fprintf(&b, "Replica %d stopped (SIGSTOP) %s after the window opened, resumed (SIGCONT) %s later.\n\n", st.Replica, st.After, st.For)
+	}
 	t := leasebench.Table{Header: []string{"measure", "value"}}
 	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
 	add("occurrences expected in the window", fmt.Sprint(r.Expected))
@@ -31,14 +38,28 @@ func (r *Report) Markdown() string {
 	}
 	add("start lateness of the window's runs p50 / p99 / max", fmt.Sprintf("%s / %s / %s", ms(r.LateP50), ms(r.LateP99), ms(r.LateMax)))
 	add("runs started 1 s or more late", fmt.Sprint(r.LateOver1s))
+	if hi, lo := r.Spread(); hi > 0 {
+		add("work spread: the window's runs per replica, max / mean and min / mean", fmt.Sprintf("%.2fx / %.2fx", hi, lo))
+	}
 	b.WriteString(t.Markdown())
+	if r.Stop != nil {
+		fmt.Fprintf(&b, "\n%s", r.Stop.markdown())
+	}
 	if len(r.MissedJobs) > 0 {
 		fmt.Fprintf(&b, "\nFirst missed occurrences: %s\n", strings.Join(r.MissedJobs, ", "))
 	}
-	rt := leasebench.Table{Header: []string{"replica", "CPU (cores, avg)", "CPU time", "heap per registered job (ready / end)", "runs", "won", "skipped: claimed", "skipped: locked", "acquire failed", "lease lost"}}
+	rt := leasebench.Table{Header: []string{"replica", "clock offset", "CPU (cores, avg)", "CPU time", "heap per registered job (ready / end)", "runs", "runs in the window (/ mean)", "won", "skipped: claimed", "skipped: locked", "acquire failed", "lease lost"}}
+	mean := 0.0
+	for _, n := range r.WindowRuns {
+		mean += float64(n) / float64(len(r.WindowRuns))
+	}
 	for i, rp := range r.Replicas {
-		rt.Rows = append(rt.Rows, []string{fmt.Sprint(i), fmt.Sprintf("%.2f", rp.CPU.Seconds()/rp.Wall.Seconds()), rp.CPU.Round(time.Millisecond).String(),
-			fmt.Sprintf("%.0f / %.0f B", rp.HeapPerJob, rp.HeapSteadyPerJob), fmt.Sprint(rp.Runs), fmt.Sprint(rp.Stats.Started), fmt.Sprint(rp.Stats.SkipClaimed),
+		window := "-"
+		if i < len(r.WindowRuns) && mean > 0 {
+			window = fmt.Sprintf("%d (%.2fx)", r.WindowRuns[i], float64(r.WindowRuns[i])/mean)
+		}
+		rt.Rows = append(rt.Rows, []string{fmt.Sprint(i), r.Config.Offset(i).String(), fmt.Sprintf("%.2f", rp.CPU.Seconds()/rp.Wall.Seconds()), rp.CPU.Round(time.Millisecond).String(),
+			fmt.Sprintf("%.0f / %.0f B", rp.HeapPerJob, rp.HeapSteadyPerJob), fmt.Sprint(rp.Runs), window, fmt.Sprint(rp.Stats.Started), fmt.Sprint(rp.Stats.SkipClaimed),
 			fmt.Sprint(rp.Stats.SkipLocked), fmt.Sprint(rp.Stats.AcquireFailed), fmt.Sprint(rp.Stats.LeaseLost)})
 	}
 	fmt.Fprintf(&b, "\nPer replica (CPU over the time from all-ready to stop, getrusage of the replica process; heap: HeapAlloc after GC less HeapAlloc before New+Register, divided by jobs, after Start and at the end of the window):\n\n%s", rt.Markdown())
@@ -60,13 +81,15 @@ type Series struct {
 	Runs   []*Report
 }
 
-// seriesColumns are the figures of a run that Series reports, with their
-// formats.
-var seriesColumns = []struct {
+// seriesColumn is a figure of a run that Series reports, with its format.
+type seriesColumn struct {
 	name string
 	val  func(*Report) float64
 	fmt  string
-}{
+}
+
+// seriesColumns are the figures of every run that Series reports.
+var seriesColumns = []seriesColumn{
 	{"missed", func(r *Report) float64 { return float64(r.Missed) }, "%.0f"},
 	{"duplicated", func(r *Report) float64 { return float64(r.Duplicated) }, "%.0f"},
 	{"lateness p50 ms", func(r *Report) float64 { return r.LateP50.Seconds() * 1000 }, "%.1f"},
@@ -76,26 +99,49 @@ var seriesColumns = []struct {
 	{"cores / replica", (*Report).CoresPerReplica, "%.3f"},
 	{"heap B / job (ready)", func(r *Report) float64 { h, _ := r.HeapPerJob(); return h }, "%.0f"},
 	{"heap B / job (end)", func(r *Report) float64 { _, h := r.HeapPerJob(); return h }, "%.0f"},
+	{"spread max / mean", func(r *Report) float64 { hi, _ := r.Spread(); return hi }, "%.2f"},
+	{"spread min / mean", func(r *Report) float64 { _, lo := r.Spread(); return lo }, "%.2f"},
+}
+
+// stopColumns are the figures Series adds for runs that stalled a replica
+// (Config.Stop): of the occurrences due while it was stopped.
+var stopColumns = []seriesColumn{
+	{"stopped: missed", func(r *Report) float64 { return float64(stopOf(r).Missed) }, "%.0f"},
+	{"stopped: p99 ms", func(r *Report) float64 { return stopOf(r).Late.P99.Seconds() * 1000 }, "%.1f"},
+	{"stopped: max ms", func(r *Report) float64 { return stopOf(r).Late.Max.Seconds() * 1000 }, "%.1f"},
+	{"stopped, on others: max ms", func(r *Report) float64 { return stopOf(r).Others.Max.Seconds() * 1000 }, "%.1f"},
+	{"stopped, on others: over grace+100ms", func(r *Report) float64 { return float64(stopOf(r).OthersOverBound) }, "%.0f"},
+}
+
+func stopOf(r *Report) *StopReport {
+	if r.Stop == nil {
+		return &StopReport{}
+	}
+	return r.Stop
 }
 
 // Markdown renders one row per run and a row of the medians (per column,
 // over the runs; per replica figures are the median replica's).
 func (s *Series) Markdown() string {
+	columns := seriesColumns
+	if s.Config.Stop != nil {
+		columns = append(slices.Clip(columns), stopColumns...)
+	}
 	header := []string{"run"}
-	for _, c := range seriesColumns {
+	for _, c := range columns {
 		header = append(header, c.name)
 	}
 	t := leasebench.Table{Header: header}
 	for i, r := range s.Runs {
 		row := []string{fmt.Sprint(i + 1)}
-		for _, c := range seriesColumns {
+		for _, c := range columns {
 			row = append(row, fmt.Sprintf(c.fmt, c.val(r)))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	if len(s.Runs) > 1 {
 		row := []string{"**median**"}
-		for _, c := range seriesColumns {
+		for _, c := range columns {
 			v := make([]float64, len(s.Runs))
 			for i, r := range s.Runs {
 				v[i] = c.val(r)
@@ -111,6 +157,12 @@ func (s *Series) Markdown() string {
 	opts := ""
 	if len(s.Config.Options) > 0 {
 		opts = ", options " + strings.Join(s.Config.Options, " ")
+	}
+	if offs := s.Config.formatOffsets(); offs != "" {
+		opts += ", clock offsets " + offs
+	}
+	if s.Config.Stop != nil {
+		opts += ", stop " + s.Config.Stop.String()
 	}
 	return fmt.Sprintf("%d jobs x %d replicas, %s window%s%s:\n\n%s", s.Config.Jobs, s.Config.Replicas, s.Config.Window, busy, opts, t.Markdown())
 }

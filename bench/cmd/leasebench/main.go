@@ -63,6 +63,9 @@ type flags struct {
 	scaleWarmup  time.Duration
 	scaleTTL     time.Duration
 	scaleReplica int
+	scaleOffsets string
+	scaleOffset  time.Duration
+	scaleStop    string
 }
 
 func parseFlags() flags {
@@ -89,6 +92,9 @@ func parseFlags() flags {
 	flag.DurationVar(&f.scaleWarmup, "scale-warmup", 3*time.Second, "scale: time after every replica started before the checked window opens")
 	flag.DurationVar(&f.scaleTTL, "scale-ttl", 5*time.Second, "scale: job lease TTL")
 	flag.IntVar(&f.scaleReplica, "scale-replica", 0, "internal: replica number of a -scale-child")
+	flag.StringVar(&f.scaleOffsets, "scale-offsets", "", "scale: comma-separated clock offsets of the replicas' schedulers, replica 0 first (e.g. -scale-offsets=-400ms,0,400ms); a shorter list repeats, a longer one's tail is unused; the lease store keeps the Redis server's clock, and lateness is measured on true time")
+	flag.DurationVar(&f.scaleOffset, "scale-offset", 0, "internal: clock offset of a -scale-child's scheduler")
+	flag.StringVar(&f.scaleStop, "scale-stop", "", "scale: stall a replica inside the window, replica=N,after=D,for=D: SIGSTOP to replica N's process D (after) after the window opens, SIGCONT D (for) later (after+for must not pass the window's end); the report adds the missed occurrences and the start lateness of those due while it was stopped")
 	flag.Parse()
 	return f
 }

@@ -34,13 +34,21 @@ func runScale(ctx context.Context, f flags, addr string, progress io.Writer) err
 		}
 		counts = append(counts, n)
 	}
+	offsets, err := schedscale.ParseOffsets(f.scaleOffsets)
+	if err != nil {
+		return fmt.Errorf("-scale-offsets: %w", err)
+	}
+	stop, err := schedscale.ParseStop(f.scaleStop)
+	if err != nil {
+		return fmt.Errorf("-scale-stop: %w", err)
+	}
 	failed := 0
 	var series []*schedscale.Series
 	for _, n := range counts {
 		cfg := schedscale.Config{
 			Addr: addr, Exe: exe, Replicas: n, Jobs: f.scaleJobs,
 			Interval: time.Second, TTL: f.scaleTTL, Window: f.scaleDur, Warmup: f.scaleWarmup, Log: progress,
-			Busy: f.scaleBusy, Options: f.scaleOpts,
+			Busy: f.scaleBusy, Options: f.scaleOpts, Offsets: offsets, Stop: stop,
 		}
 		ser := &schedscale.Series{Config: cfg}
 		for i := range max(f.scaleRuns, 1) {
@@ -83,6 +91,6 @@ func loadAverage() string {
 func runScaleChild(_ context.Context, f flags) error {
 	return schedscale.Child(schedscale.ChildConfig{
 		Addr: f.redis, Replica: f.scaleReplica, Jobs: f.scaleJobs, Interval: time.Second, TTL: f.scaleTTL,
-		Span: f.scaleWarmup + f.scaleDur + 5*time.Second, Options: f.scaleOpts,
+		Span: f.scaleWarmup + f.scaleDur + 5*time.Second, Options: f.scaleOpts, Offset: f.scaleOffset,
 	}, os.Stdin, os.Stdout)
 }
