@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -40,6 +41,18 @@ func (k EventKind) String() string {
 	default:
 		return fmt.Sprintf("EventKind(%d)", int(k))
 	}
+}
+
+// level is the log level of an event of kind k: warn for a retry, error
+// for a loss, debug otherwise.
+func (k EventKind) level() slog.Level {
+	switch k {
+	case EventRetrying:
+		return slog.LevelWarn
+	case EventLost:
+		return slog.LevelError
+	}
+	return slog.LevelDebug
 }
 
 // Event is what the observer set with WithObserver receives.
