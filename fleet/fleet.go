@@ -22,6 +22,12 @@ type Replica struct {
 	Refresh time.Duration
 	// Jobs are the jobs the replica has registered.
 	Jobs []Job
+	// ClockOffset is the replica's clock minus the store's, as the
+	// replica last measured it (to the millisecond; 0 when not measured).
+	// The replicas that back one another up on an occurrence (the
+	// scheduler's preferred replica) read it to wait for a first choice
+	// whose clock runs behind theirs.
+	ClockOffset time.Duration
 	// Expires is when the entry lapses unless refreshed, in the store's
 	// time. Set by the store on read; ignored on publish.
 	Expires time.Time

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -14,7 +15,8 @@ import (
 // firing this replica is not chosen for, nowhere: the job is answered at
 // once with errNotChosen. Every claim of every firing kind passes here.
 func (s *Scheduler) dispatch(j *job, f firing) {
-	r := s.view.Load().role(j.key, f.ms)
+	ch := s.view.Load().choose(j.key, f.ms)
+	r := ch.role
 	switch {
 	case roundChecked(f) && f.maxSkew() < BackupGrace:
 		// Occurrences less than two graces apart: a backup's claim would
@@ -34,9 +36,9 @@ func (s *Scheduler) dispatch(j *job, f firing) {
 			j.deliver(input{kind: inClaimed, f: f, err: errNotChosen})
 			return
 		}
-		s.backups.add(s, claimTask{job: j, f: f}) // it may be the only one to know
+		s.backups.add(s, claimTask{job: j, f: f}, ch) // it may be the only one to know
 	case roleBackup:
-		s.backups.add(s, claimTask{job: j, f: f})
+		s.backups.add(s, claimTask{job: j, f: f}, ch)
 	default:
 		s.push(claimTask{job: j, f: f})
 	}
@@ -51,33 +53,43 @@ func (s *Scheduler) push(t claimTask) {
 }
 
 // backupQueue holds the claims this replica makes as a backup until their
-// grace ends. One goroutine (backupPass) takes them in order of their due
-// time, which is their arrival time plus BackupGrace.
+// wait ends. One goroutine (backupPass) takes them in order of their due
+// time: their arrival plus the choice's backupWait at first, a recheck
+// later while their first choice is seen claiming (checkBackups).
 type backupQueue struct {
 	mu     sync.Mutex
-	items  []backupTask
-	head   int
+	items  backupHeap
 	closed bool
 	wake   chan struct{} // capacity 1: the pass has something new to look at
 }
 
+// backupTask is a claim waiting in the backup queue.
 type backupTask struct {
-	t   claimTask
-	due time.Time
+	t     claimTask
+	due   time.Time // when the pass looks at it (next)
+	until time.Time // the last time the pass may put it back for a first choice still claiming
+	first string    // its first choice's replica ID ("" with none)
 }
 
 func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{}, 1)} }
 
-// add queues t, due BackupGrace from now; after Shutdown it answers t
-// errClaimStopped.
-func (q *backupQueue) add(s *Scheduler, t claimTask) {
+// add queues t, due after the backup's wait for choice ch from now;
+// after Shutdown it answers t errClaimStopped.
+func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
+	now := s.cfg.clock.Now()
+	due := now.Add(ch.backupWait())
+	q.put(backupTask{t: t, due: due, until: due.Add(max(t.f.maxSkew()-BackupGrace, 0)), first: ch.firstID()})
+}
+
+// put queues bt (again); after Shutdown it answers it errClaimStopped.
+func (q *backupQueue) put(bt backupTask) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		t.job.deliver(input{kind: inClaimed, f: t.f, err: errClaimStopped})
+		bt.t.job.deliver(input{kind: inClaimed, f: bt.t.f, err: errClaimStopped})
 		return
 	}
-	q.items = append(q.items, backupTask{t: t, due: s.cfg.clock.Now().Add(BackupGrace)})
+	heap.Push(&q.items, bt)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -85,26 +97,35 @@ func (q *backupQueue) add(s *Scheduler, t claimTask) {
 	}
 }
 
-// take returns the tasks due at now, in order, and how long until the next
-// one is due (0: none waits). closed reports that the queue was closed: the
-// tasks returned are all that were left.
-func (q *backupQueue) take(now time.Time, buf []claimTask) (due []claimTask, next time.Duration, closed bool) {
+// take returns the tasks due at now, in order of their due time, and how
+// long until the next one is due (0: none waits). closed reports that the
+// queue was closed: the tasks returned are all that were left.
+func (q *backupQueue) take(now time.Time, buf []backupTask) (due []backupTask, next time.Duration, closed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.head < len(q.items) {
-		it := q.items[q.head]
-		if !q.closed && it.due.After(now) {
+	for len(q.items) > 0 {
+		if it := q.items[0]; !q.closed && it.due.After(now) {
 			next = it.due.Sub(now)
 			break
 		}
-		buf = append(buf, it.t)
-		q.items[q.head] = backupTask{}
-		q.head++
-	}
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
+		buf = append(buf, heap.Pop(&q.items).(backupTask))
 	}
 	return buf, next, q.closed
+}
+
+// backupHeap orders backup tasks by due time (container/heap).
+type backupHeap []backupTask
+
+func (h backupHeap) Len() int           { return len(h) }
+func (h backupHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h backupHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *backupHeap) Push(x any)        { *h = append(*h, x.(backupTask)) }
+func (h *backupHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = backupTask{}
+	*h = old[:len(old)-1]
+	return it
 }
 
 // close makes add answer errClaimStopped and the pass drain what waits.
@@ -126,13 +147,13 @@ func (q *backupQueue) close() {
 func (s *Scheduler) backupPass() {
 	defer s.workers.Done()
 	q := s.backups
-	var buf []claimTask
+	var buf []backupTask
 	for {
 		due, next, closed := q.take(s.cfg.clock.Now(), buf[:0])
 		if len(due) > 0 {
 			if closed {
-				for _, t := range due {
-					t.job.deliver(input{kind: inClaimed, f: t.f, err: errClaimStopped})
+				for _, bt := range due {
+					bt.t.job.deliver(input{kind: inClaimed, f: bt.t.f, err: errClaimStopped})
 				}
 			} else {
 				s.checkBackups(due)
@@ -155,7 +176,7 @@ func (s *Scheduler) backupPass() {
 	}
 }
 
-// checkBackups claims the backup tasks ts whose round is still unclaimed.
+// checkBackups claims the backup tasks bts whose round is still unclaimed.
 // With a lease.RoundReader, one pipelined read of their round records
 // tells which: a task whose round was claimed is answered errBackupClaimed
 // (a skip, as when its acquire is refused); the others, and all of them
@@ -163,20 +184,29 @@ func (s *Scheduler) backupPass() {
 // whose acquire decides. Only a scheduled firing or a catch-up is checked
 // so: a trigger's round is the store's to choose, and any other firing
 // (an attempt of a round already claimed) is for its acquire to decide.
-func (s *Scheduler) checkBackups(ts []claimTask) {
+//
+// A first choice that is seen claiming is waited for: when some of the
+// tasks of a first choice have their round claimed and others not, it is
+// alive and working through its firing (a loaded replica claims the jobs
+// of a large firing group one batch after another), so its unclaimed
+// scheduled tasks are looked at again a while later (backupRecheck), as
+// long as their until allows, instead of adding a second claim per
+// occurrence to the load that made it late. A first choice that claimed
+// none of them (stalled, dead, partitioned) is not waited for.
+func (s *Scheduler) checkBackups(bts []backupTask) {
 	rr, ok := s.store.(lease.RoundReader)
 	if !ok {
-		for _, t := range ts {
-			s.push(t)
+		for _, bt := range bts {
+			s.push(bt.t)
 		}
 		return
 	}
-	keys := make([]string, 0, len(ts))
-	occs := make([]int64, 0, len(ts))
-	for _, t := range ts {
-		if roundChecked(t.f) {
-			keys = append(keys, t.job.key)
-			occs = append(occs, t.f.ms)
+	keys := make([]string, 0, len(bts))
+	occs := make([]int64, 0, len(bts))
+	for _, bt := range bts {
+		if roundChecked(bt.t.f) {
+			keys = append(keys, bt.t.job.key)
+			occs = append(occs, bt.t.f.ms)
 		}
 	}
 	rounds := make([]int64, len(keys))
@@ -186,18 +216,45 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		err = rr.LastRounds(ctx, keys, rounds)
 		cancel()
 	}
-	// The rounds still unclaimed: the first choice is gone, or it found
-	// the job running (a refused acquire records no round). The span of
-	// the job's last run tells which: a scheduled occurrence that came due
-	// while the job ran is skipped, as the first choice skipped it
-	// (OverlapSkip), not run late once the run ended within the grace. A
-	// catch-up is claimed: such occurrences are what it is for.
+	now := s.cfg.clock.Now()
+	// The first choices seen claiming, and the tasks put back to wait for
+	// them (by index into keys).
+	claiming := map[string]bool{}
+	waiting := map[int]bool{}
+	if err == nil {
+		i := 0
+		for _, bt := range bts {
+			if !roundChecked(bt.t.f) {
+				continue
+			}
+			if rounds[i] >= occs[i] && bt.first != "" {
+				claiming[bt.first] = true
+			}
+			i++
+		}
+	}
+	// The rounds still unclaimed: the first choice is gone, or late, or
+	// it found the job running (a refused acquire records no round). The
+	// span of the job's last run tells the last: a scheduled occurrence
+	// that came due while the job ran is skipped, as the first choice
+	// skipped it (OverlapSkip), not run late once the run ended within
+	// the grace. A catch-up is claimed: such occurrences are what it is
+	// for.
 	var open []int // indexes into keys
 	if err == nil {
-		for i := range keys {
-			if rounds[i] < occs[i] {
+		i := 0
+		for _, bt := range bts {
+			if !roundChecked(bt.t.f) {
+				continue
+			}
+			switch {
+			case rounds[i] >= occs[i]:
+			case bt.t.f.kind == firedBySchedule && claiming[bt.first] && now.Before(bt.until):
+				waiting[i] = true
+			default:
 				open = append(open, i)
 			}
+			i++
 		}
 	}
 	running := map[int]bool{}
@@ -217,7 +274,8 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		}
 	}
 	i := 0
-	for _, t := range ts {
+	for _, bt := range bts {
+		t := bt.t
 		if !roundChecked(t.f) {
 			s.push(t)
 			continue
@@ -227,6 +285,9 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		switch {
 		case err == nil && rounds[k] >= t.f.ms:
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupClaimed})
+		case waiting[k]:
+			bt.due = minTime(now.Add(backupRecheck), bt.until)
+			s.backups.put(bt)
 		case running[k] && t.f.kind == firedBySchedule: // a catch-up is for such occurrences
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
 		default:
@@ -234,6 +295,10 @@ func (s *Scheduler) checkBackups(ts []claimTask) {
 		}
 	}
 }
+
+// backupRecheck is how long a backup waits before it looks again at the
+// rounds of a first choice seen claiming.
+const backupRecheck = BackupGrace / 2
 
 // roundChecked reports whether a backup reads the round of firing f
 // before it claims: a scheduled firing or a catch-up, whose acquire

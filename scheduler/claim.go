@@ -130,8 +130,12 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 	opts := s.claimOptions(f)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
+		sent := s.cfg.clock.Now()
 		l, err := s.store.Acquire(actx, j.key, f.reg.ttl, opts...)
 		cancel()
+		if l != nil {
+			s.offset.observe(sent, s.cfg.clock.Now(), l.AcquiredAt)
+		}
 		if err == nil || !transient(err) {
 			if f.kind == firedByResume {
 				s.resumeAnswered(j, f, err)
@@ -199,9 +203,16 @@ func (s *Scheduler) claimBatch(ba lease.BatchAcquirer, ts []claimTask) {
 			bound = min(bound, p.t.f.reg.ttl)
 		}
 		actx, cancel := context.WithTimeout(context.Background(), bound)
+		sent := s.cfg.clock.Now()
 		ba.AcquireBatch(actx, reqs, res)
 		cancel()
 		now := s.cfg.clock.Now()
+		for _, r := range res {
+			if r.Lease != nil {
+				s.offset.observe(sent, now, r.Lease.AcquiredAt)
+				break // the batch's leases share its round trip
+			}
+		}
 		var left time.Duration
 		keep := ps[:0]
 		for i, p := range ps {

@@ -43,6 +43,14 @@ type controlPlane struct {
 	// the control loop reads and writes it.
 	indexFailing bool
 
+	// The clock offset published in the entry (offset.go): offset is the
+	// latest measure worth publishing, offsetMeasured whether there is one,
+	// offsetSent whether a publish carried one. Only the control loop
+	// reads and writes them.
+	offset         time.Duration
+	offsetMeasured bool
+	offsetSent     bool
+
 	mu       sync.Mutex
 	reported map[string]bool // the conflicts reported and not resolved since, by ID
 }
@@ -157,8 +165,14 @@ func (cp *controlPlane) run() {
 			cp.lookForTriggers()
 		case <-poll.Chan():
 			cp.lookForOpen()
-			continue // neither publishes nor subscribes: that waits for the refresh
+			if cp.offsetSent || !cp.measureOffset() {
+				continue // neither publishes nor subscribes: that waits for the refresh
+			}
+			publish = true // the first measure of the clock's offset: publish it at once
 		case <-ticker.Chan():
+			if cp.measureOffset() {
+				publish = true
+			}
 			if publish {
 				break
 			}
@@ -189,6 +203,20 @@ func (cp *controlPlane) run() {
 	}
 }
 
+// measureOffset takes the clock offset measured since it was last called
+// (offset.go) and reports whether the entry should be published again
+// for it: the first measure, or one that moved more than offsetRepublish
+// from the published one. Only replicas that back one another up read
+// it: a replica alone in its view does not publish it.
+func (cp *controlPlane) measureOffset() bool {
+	off, ok := cp.s.offset.take()
+	if !ok || !cp.s.view.Load().others() || cp.offsetMeasured && !republish(cp.offset, off) {
+		return false
+	}
+	cp.offset, cp.offsetMeasured = off, true
+	return true
+}
+
 // entryTTL is how long the registry entry lives unless refreshed.
 func (cp *controlPlane) entryTTL() time.Duration {
 	return (registryLapse * cp.refresh).Truncate(time.Millisecond)
@@ -201,7 +229,8 @@ func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
 // publish writes this replica's entry and reports the conflicts it has;
 // it reports whether the entry was written.
 func (cp *controlPlane) publish() bool {
-	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh}
+	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh,
+		ClockOffset: cp.offset}
 	for _, j := range cp.s.jobsSnapshot() {
 		if reg := j.registered(); reg != nil {
 			r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: reg.schedule.String(),
@@ -215,6 +244,7 @@ func (cp *controlPlane) publish() bool {
 		cp.s.log.Warn("could not publish this replica to the registry; trying again at the next refresh", slog.Any("error", err))
 		return false
 	}
+	cp.offsetSent = cp.offsetSent || cp.offsetMeasured
 	cp.report(conflicts)
 	return true
 }

@@ -99,12 +99,14 @@ type viewJob struct {
 	c       *candidates
 }
 
-// candidates is a set of replicas, sorted by ID, with the hash of each ID
-// and the index of this replica.
+// candidates is a set of replicas, sorted by ID, with the hash of each ID,
+// each one's clock offset from the store as it published it, and the
+// index of this replica.
 type candidates struct {
-	ids   []string
-	seeds []uint64
-	self  int
+	ids     []string
+	seeds   []uint64
+	offsets []time.Duration
+	self    int
 }
 
 // newFleetView builds the view of replica self, whose jobs' fingerprints
@@ -135,6 +137,10 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 			}
 		}
 	}
+	offsets := make(map[string]time.Duration, len(replicas))
+	for _, r := range replicas {
+		offsets[r.ID] = r.ClockOffset
+	}
 	v := &fleetView{jobs: make(map[string]viewJob, len(byKey))}
 	shared := map[string]*candidates{}
 	for key, e := range byKey {
@@ -145,9 +151,11 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 		set := strings.Join(e.ids, "\x00")
 		c := shared[set]
 		if c == nil {
-			c = &candidates{ids: e.ids, seeds: make([]uint64, len(e.ids)), self: slices.Index(e.ids, self)}
+			c = &candidates{ids: e.ids, seeds: make([]uint64, len(e.ids)), offsets: make([]time.Duration, len(e.ids)),
+				self: slices.Index(e.ids, self)}
 			for i, id := range e.ids {
 				c.seeds[i] = fnv1a(fnvOffset, id)
+				c.offsets[i] = offsets[id]
 			}
 			shared[set] = c
 		}
@@ -162,22 +170,55 @@ func (v *fleetView) others() bool { return v != nil && v.multi }
 
 // role returns this replica's role for the occurrence ms (Unix ms; 0 for
 // a trigger) of the job with key.
-func (v *fleetView) role(key string, ms int64) role {
+func (v *fleetView) role(key string, ms int64) role { return v.choose(key, ms).role }
+
+// choice is this replica's role for one occurrence, and which replica is
+// its first choice (none with roleRace).
+type choice struct {
+	role  role
+	c     *candidates
+	first int
+}
+
+// choose returns this replica's choice for the occurrence ms (Unix ms; 0
+// for a trigger) of the job with key.
+func (v *fleetView) choose(key string, ms int64) choice {
 	if v == nil {
-		return roleRace
+		return choice{}
 	}
 	vj, ok := v.jobs[key]
 	if !ok {
-		return roleRace
+		return choice{}
 	}
 	first, second := rank(vj.c.seeds, vj.keyHash, ms)
+	ch := choice{role: roleOther, c: vj.c, first: first}
 	switch vj.c.self {
 	case first:
-		return roleFirst
+		ch.role = roleFirst
 	case second:
-		return roleBackup
+		ch.role = roleBackup
 	}
-	return roleOther
+	return ch
+}
+
+// firstID is the first choice's replica ID ("" with roleRace).
+func (ch choice) firstID() string {
+	if ch.c == nil {
+		return ""
+	}
+	return ch.c.ids[ch.first]
+}
+
+// backupWait is how long a backup waits after its own firing before it
+// looks at the round: BackupGrace, plus how far this replica's clock runs
+// ahead of the first choice's, as their entries say (at most
+// MaxOccurrenceSkew): the first choice fires that much later.
+func (ch choice) backupWait() time.Duration {
+	if ch.c == nil {
+		return BackupGrace
+	}
+	ahead := ch.c.offsets[ch.c.self] - ch.c.offsets[ch.first]
+	return BackupGrace + min(max(ahead, 0), MaxOccurrenceSkew)
 }
 
 // rank returns the indexes of the highest and second highest weights of

@@ -48,6 +48,7 @@ type Scheduler struct {
 	// backup.go).
 	control *controlPlane
 	view    atomic.Pointer[fleetView]
+	offset  clockOffset // this replica's clock against the store's (offset.go)
 	backups *backupQueue
 
 	mu       sync.Mutex

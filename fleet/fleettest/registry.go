@@ -23,7 +23,9 @@ func testRegistry(t *testing.T, env Env) {
 	conflicts, err := env.Store.PublishReplica(ctx, replica("r1", job("a", "x"), job("b", "y")), time.Minute)
 	require.NoError(t, err)
 	assert.Empty(t, conflicts)
-	_, err = env.Store.PublishReplica(ctx, replica("r2", job("a", "x")), time.Minute)
+	r2 := replica("r2", job("a", "x"))
+	r2.ClockOffset = -412 * time.Millisecond
+	_, err = env.Store.PublishReplica(ctx, r2, time.Minute)
 	require.NoError(t, err)
 
 	all, err := env.Store.Replicas(ctx)
@@ -35,6 +37,8 @@ func testRegistry(t *testing.T, env Env) {
 	assert.Equal(t, time.Second, all[0].Refresh)
 	assert.Equal(t, []fleet.Job{job("a", "x"), job("b", "y")}, all[0].Jobs)
 	assert.False(t, all[0].Expires.IsZero(), "the store sets the expiry, in its own time")
+	assert.Zero(t, all[0].ClockOffset, "r1 published no offset")
+	assert.Equal(t, -412*time.Millisecond, all[1].ClockOffset, "r2's clock offset, to the millisecond")
 
 	gen, found, err := env.Store.RefreshReplica(ctx, "r1", time.Minute)
 	require.NoError(t, err)

@@ -87,6 +87,8 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 		Started: time.UnixMilli(r.Started.UnixMilli()),
 		Refresh: r.Refresh.Truncate(time.Millisecond),
 		Jobs:    append([]fleet.Job(nil), r.Jobs...), // nil when empty, as lease/redislease reads it
+
+		ClockOffset: r.ClockOffset.Truncate(time.Millisecond),
 	}
 
 	s.mu.Lock()

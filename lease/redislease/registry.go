@@ -21,6 +21,7 @@ type replicaRecord struct {
 	StartedAt int64       `json:"startedAt"`
 	RefreshMs int64       `json:"refreshMs"`
 	Jobs      []jobRecord `json:"jobs"`
+	OffsetMs  int64       `json:"clockOffsetMs,omitempty"`
 }
 
 type jobRecord struct {
@@ -58,7 +59,8 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	if err := checkEntryTTL(op, ttl); err != nil {
 		return nil, err
 	}
-	rec := replicaRecord{ID: r.ID, Version: r.Version, StartedAt: r.Started.UnixMilli(), RefreshMs: r.Refresh.Milliseconds()}
+	rec := replicaRecord{ID: r.ID, Version: r.Version, StartedAt: r.Started.UnixMilli(), RefreshMs: r.Refresh.Milliseconds(),
+		OffsetMs: r.ClockOffset.Milliseconds()}
 	for _, j := range r.Jobs {
 		rec.Jobs = append(rec.Jobs, jobRecord(j))
 	}
@@ -167,7 +169,8 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 			return nil, internalErr(op, "", fmt.Errorf("%w: the entry of replica %q is not JSON", lease.ErrInternal, ids[i]))
 		}
 		r := fleet.Replica{ID: rec.ID, Version: rec.Version, Started: time.UnixMilli(rec.StartedAt),
-			Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, Expires: expires[ids[i]]}
+			Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, Expires: expires[ids[i]],
+			ClockOffset: time.Duration(rec.OffsetMs) * time.Millisecond}
 		for _, j := range rec.Jobs {
 			r.Jobs = append(r.Jobs, fleet.Job(j))
 		}

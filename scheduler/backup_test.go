@@ -1,0 +1,224 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/lease/memory"
+)
+
+// slowStore claims one key at a time, each acquire taking perAcquire: a
+// first choice that works through a firing group's claims slower than
+// its backup's grace.
+type slowStore struct {
+	*memory.Store
+	perAcquire time.Duration
+	mu         sync.Mutex
+}
+
+func (s *slowStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	time.Sleep(s.perAcquire)
+	return s.Store.Acquire(ctx, key, ttl, opts...)
+}
+
+func (s *slowStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
+	for i, r := range reqs {
+		res[i].Lease, res[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
+	}
+}
+
+// ranBy records which replica ran each occurrence of each job, failing
+// the test on a second run.
+type ranBy struct {
+	t    *testing.T
+	mu   sync.Mutex
+	runs map[string]map[int64]string
+}
+
+func newRanBy(t *testing.T) *ranBy { return &ranBy{t: t, runs: map[string]map[int64]string{}} }
+
+func (r *ranBy) record(ctx context.Context) error {
+	run, _ := RunFromContext(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs[run.Job] == nil {
+		r.runs[run.Job] = map[int64]string{}
+	}
+	ms := run.Occurrence.UnixMilli()
+	_, twice := r.runs[run.Job][ms]
+	assert.False(r.t, twice, "%s at %s ran twice", run.Job, run.Occurrence)
+	r.runs[run.Job][ms] = run.Owner[:1]
+	return nil
+}
+
+// A backup waits for a first choice that it sees claiming: replica a
+// claims its first-choice jobs one at a time, 40ms each, so its last claims
+// of a firing come after the backup's grace; b sees some of a's rounds
+// claimed when its grace ends and looks again instead of claiming. Every
+// occurrence whose first choice is a runs on a, once.
+func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		ids := []string{"a", "b"}
+		keys := make([]string, 16)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job:j%d", k)
+		}
+		ran := newRanBy(t)
+		var scheds []*Scheduler
+		for _, id := range ids {
+			var st lease.Store = store
+			if id == "a" {
+				st = &slowStore{Store: store, perAcquire: 40 * time.Millisecond}
+			}
+			s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
+			for k := range keys {
+				require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
+			}
+			setView(s, ids, keys...)
+			scheds = append(scheds, s)
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, s := range scheds {
+			require.NoError(t, s.Start())
+		}
+		time.Sleep(10 * time.Second)
+		for _, s := range scheds {
+			shutdown(t, s)
+		}
+		synctest.Wait()
+
+		view := scheds[1].view.Load()
+		late := 0 // a's claims that came after b's grace
+		for k, key := range keys {
+			name := fmt.Sprintf("j%d", k)
+			for o := int64(1); o <= 9; o++ {
+				ms := time.Date(2000, 1, 1, 0, 0, int(o), 0, time.UTC).UnixMilli()
+				by, ok := ran.runs[name][ms]
+				require.True(t, ok, "%s at %ds ran", name, o)
+				if view.role(key, ms) == roleBackup { // b is the backup: a is the first choice
+					assert.Equal(t, "a", by, "%s at %ds: its first choice, claiming, was waited for", name, o)
+					late++
+				}
+			}
+		}
+		require.Positive(t, late, "a was the first choice of some occurrences")
+		assert.Positive(t, scheds[0].Stats().Started, "a ran its occurrences")
+	})
+}
+
+// A backup whose clock runs ahead of its first choice's adds the
+// difference, as their registry entries tell it, to its grace: replica a
+// runs 400ms behind the store, b 400ms ahead, so b fires 800ms before a.
+// Every occurrence whose first choice is a still runs on a, once.
+func TestScheduler_Backup_WaitsForAFirstChoiceWhoseClockIsBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		ids := []string{"a", "b"}
+		offsets := map[string]time.Duration{"a": -400 * time.Millisecond, "b": 400 * time.Millisecond}
+		keys := make([]string, 16)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job:j%d", k)
+		}
+		ran := newRanBy(t)
+		var scheds []*Scheduler
+		for _, id := range ids {
+			clock := skewedClock{Clock: clockwork.NewRealClock(), offset: offsets[id]}
+			s := newScheduler(t, store, WithInstanceID(id), WithoutControlPlane(), WithClock(clock))
+			for k := range keys {
+				require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
+			}
+			var replicas []fleet.Replica
+			for _, r := range fleetOf(ids, keys) {
+				r.ClockOffset = offsets[r.ID]
+				replicas = append(replicas, r)
+			}
+			mine := map[string]string{}
+			for _, k := range keys {
+				mine[k] = "fp"
+			}
+			s.view.Store(newFleetView(id, replicas, mine))
+			scheds = append(scheds, s)
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, s := range scheds {
+			require.NoError(t, s.Start())
+		}
+		time.Sleep(10 * time.Second)
+		for _, s := range scheds {
+			shutdown(t, s)
+		}
+		synctest.Wait()
+
+		view := scheds[1].view.Load()
+		first := map[string]int{}
+		for k, key := range keys {
+			name := fmt.Sprintf("j%d", k)
+			for o := int64(2); o <= 9; o++ {
+				ms := time.Date(2000, 1, 1, 0, 0, int(o), 0, time.UTC).UnixMilli()
+				by, ok := ran.runs[name][ms]
+				require.True(t, ok, "%s at %ds ran", name, o)
+				if view.role(key, ms) == roleBackup {
+					assert.Equal(t, "a", by, "%s at %ds: b waited for a, whose clock is 800ms behind", name, o)
+				}
+				first[by]++
+			}
+		}
+		assert.Positive(t, first["a"], "a ran occurrences")
+		assert.Positive(t, first["b"], "b ran occurrences")
+	})
+}
+
+// The measured offset is the midpoint of the round trip with the shortest
+// round trip of the period, minus the store's time; a period whose best
+// round trip is too long to tell the offset within offsetMaxError gives
+// none.
+func TestClockOffset_Take_KeepsTheShortestRoundTrip(t *testing.T) {
+	var c clockOffset
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	server := t0.Add(-300 * time.Millisecond)
+	c.observe(t0, t0.Add(18*time.Millisecond), server.Add(5*time.Millisecond)) // 9ms half round trip
+	c.observe(t0, t0.Add(4*time.Millisecond), server.Add(2*time.Millisecond))  // 2ms: the best
+	c.observe(t0, t0.Add(30*time.Millisecond), server)                         // too long to beat it
+	off, ok := c.take()
+	require.True(t, ok)
+	assert.Equal(t, 300*time.Millisecond, off, "midpoint (t0+2ms) minus the store's time (t0-298ms)")
+
+	_, ok = c.take()
+	assert.False(t, ok, "a new period has no sample")
+
+	c.observe(t0, t0.Add(2*offsetMaxError+2*time.Millisecond), server)
+	_, ok = c.take()
+	assert.False(t, ok, "a round trip of more than twice offsetMaxError tells too little")
+
+	assert.False(t, republish(300*time.Millisecond, 300*time.Millisecond+offsetRepublish))
+	assert.True(t, republish(300*time.Millisecond, 300*time.Millisecond+offsetRepublish+time.Millisecond))
+	assert.True(t, republish(0, -offsetRepublish-time.Millisecond))
+}
+
+// A backup's wait is the grace plus how far its clock runs ahead of its
+// first choice's, never less than the grace, at most MaxOccurrenceSkew
+// more.
+func TestChoice_BackupWait_AddsHowFarTheBackupIsAhead(t *testing.T) {
+	c := &candidates{ids: []string{"a", "b"}, offsets: []time.Duration{-400 * time.Millisecond, 400 * time.Millisecond}}
+	c.self = 1
+	assert.Equal(t, BackupGrace+800*time.Millisecond, choice{role: roleBackup, c: c, first: 0}.backupWait())
+	c.self = 0
+	assert.Equal(t, BackupGrace, choice{role: roleBackup, c: c, first: 1}.backupWait(), "a first choice ahead: the grace")
+	c.offsets[1] = time.Hour
+	c.self = 1
+	assert.Equal(t, BackupGrace+MaxOccurrenceSkew, choice{role: roleBackup, c: c, first: 0}.backupWait())
+	assert.Equal(t, BackupGrace, choice{}.backupWait(), "no view: the grace")
+}
