@@ -25,6 +25,12 @@ import (
 // passes its value to scheduler.WithAcquireConcurrency in every replica.
 const AcquireConcurrencyEnv = "SCHEDSCALE_ACQUIRE_CONCURRENCY"
 
+// FlushDelayEnv names an environment variable that, when set to a
+// duration, is every replica's rueidis ClientOption.MaxFlushDelay: the
+// client waits up to that long after each write to the connection to
+// gather more commands into the next one.
+const FlushDelayEnv = "SCHEDSCALE_FLUSH_DELAY"
+
 // ChildConfig configures one replica.
 type ChildConfig struct {
 	Addr     string        // Redis host:port
@@ -93,7 +99,15 @@ func heapAfterGC() uint64 {
 // message to out, runs until a line arrives on in (or in closes), shuts the
 // scheduler down and writes a done message with every occurrence it ran.
 func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}, DisableCache: true})
+	copt := rueidis.ClientOption{InitAddress: []string{cfg.Addr}, DisableCache: true}
+	if v := os.Getenv(FlushDelayEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", FlushDelayEnv, err)
+		}
+		copt.MaxFlushDelay = d
+	}
+	client, err := rueidis.NewClient(copt)
 	if err != nil {
 		return err
 	}
