@@ -20,9 +20,10 @@ import (
 // view:
 //
 //   - the first choice claims at the firing, as every replica did before;
-//   - the backup waits BackupGrace, then reads the job's round record
-//     (lease.RoundReader: one plain GET, pipelined with the other
-//     occurrences due at the same instant) and claims only if the round
+//   - the backup waits BackupGrace (and the clock difference), then reads
+//     the job's round record (lease.RoundReader: one plain GET, pipelined
+//     with the other occurrences due at the same instant) and claims only
+//     if the round
 //     is still unclaimed;
 //   - the others do not call: they log nothing above debug, report no
 //     event and allocate nothing for the occurrence.
@@ -52,11 +53,15 @@ import (
 // the trigger itself) is still there to take.
 
 // BackupGrace is how long a backup waits after its firing before it
-// claims an occurrence its first choice has not claimed. A first choice
-// that is stalled or gone costs its occurrences this much lateness. It
-// should exceed the replicas' clock offsets from one another plus a claim's
-// round trip: a backup whose clock runs ahead of the first choice's by
-// more claims first (the run is still single; only the spread suffers).
+// claims an occurrence its first choice has not claimed, plus how far the
+// backup's clock runs ahead of the first choice's (offset.go; the clocks'
+// offsets from the store, as the registry entries give them). A first
+// choice that is stalled or gone costs its occurrences this much
+// lateness. It should exceed a claim's round trip and the error of the
+// offsets: a backup that looks earlier claims first (the run is still
+// single; only the spread suffers). A backup that sees its first choice
+// claiming part of a firing looks again, every half grace, up to half
+// the gap to the next occurrence (checkBackups).
 const BackupGrace = 250 * time.Millisecond
 
 // errNotChosen answers a scheduled firing that this replica is not
