@@ -23,8 +23,7 @@ import (
 //   - the backup waits BackupGrace (and the clock difference), then reads
 //     the job's round record (lease.RoundReader: one plain GET, pipelined
 //     with the other occurrences due at the same instant) and claims only
-//     if the round
-//     is still unclaimed;
+//     if the round is still unclaimed;
 //   - the others do not call: they log nothing above debug, report no
 //     event and allocate nothing for the occurrence.
 //
