@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cronguard/cronguard/fleet"
@@ -10,8 +11,15 @@ import (
 )
 
 // maxReleaseBatch is how many releases of ending runs the release batcher
-// sends to a fleet.BatchReleaser in one round trip.
-const maxReleaseBatch = 64
+// sends to a fleet.BatchReleaser in one round trip; releaseSenders is how
+// many batches it has out at once. One sender alone, waiting for each
+// batch's reply before it takes the next, fell behind the runs of a
+// replica with thousands of jobs a second on a loaded machine (their
+// leases were still held at the next occurrence).
+const (
+	maxReleaseBatch = 64
+	releaseSenders  = 8
+)
 
 // releaseTask is a run's release with status handed to the batcher: the
 // lease, the status, when the release's tries must end, and where its
@@ -30,9 +38,10 @@ type releaseAnswer struct {
 }
 
 // releaseBatcher sends the releases with status of the runs that end
-// together in one round trip (fleet.BatchReleaser): one goroutine takes
-// whatever is queued, up to maxReleaseBatch, as soon as it is free (no
-// timer waits for more), and answers each run. A run waits for its answer
+// together in one round trip (fleet.BatchReleaser): each of its
+// releaseSenders goroutines takes whatever is queued, up to
+// maxReleaseBatch, as soon as it is free (no timer waits for more), and
+// answers each run. A run waits for its answer
 // on its own goroutine, so the order of its end's steps does not change,
 // and makes any further try itself (Scheduler.release). The Scheduler
 // starts it in Start and stops it in Shutdown, after the last run ended.
@@ -44,7 +53,8 @@ type releaseBatcher struct {
 	items  []releaseTask
 	closed bool
 
-	done chan struct{} // closed when the goroutine has returned
+	senders atomic.Int32  // goroutines that have not returned
+	done    chan struct{} // closed when the last has returned
 }
 
 // startReleases starts the release batcher when the runs release with
@@ -55,10 +65,18 @@ func (s *Scheduler) startReleases() {
 	if !ok || s.control == nil {
 		return
 	}
-	b := &releaseBatcher{store: br, done: make(chan struct{})}
+	s.releases = startReleaseBatcher(br, releaseSenders)
+}
+
+// startReleaseBatcher starts a batcher with n senders.
+func startReleaseBatcher(store fleet.BatchReleaser, n int) *releaseBatcher {
+	b := &releaseBatcher{store: store, done: make(chan struct{})}
 	b.cond.L = &b.mu
-	go b.run()
-	s.releases = b
+	b.senders.Store(int32(n))
+	for range n {
+		go b.run()
+	}
+	return b
 }
 
 // stopReleases closes the release batcher, if any, and waits until it
@@ -92,8 +110,8 @@ func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline time.
 	return <-answer, true
 }
 
-// close makes release refuse new tasks; the goroutine answers the queued
-// ones and returns (done).
+// close makes release refuse new tasks; the senders answer the queued
+// ones and return (done).
 func (b *releaseBatcher) close() {
 	b.mu.Lock()
 	b.closed = true
@@ -101,9 +119,13 @@ func (b *releaseBatcher) close() {
 	b.cond.Broadcast()
 }
 
-// run sends the batches until the batcher is closed and nothing is queued.
+// run sends batches until the batcher is closed and nothing is queued.
 func (b *releaseBatcher) run() {
-	defer close(b.done)
+	defer func() {
+		if b.senders.Add(-1) == 0 {
+			close(b.done)
+		}
+	}()
 	var (
 		buf      []releaseTask
 		leases   = make([]*lease.Lease, maxReleaseBatch)

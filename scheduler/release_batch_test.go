@@ -197,15 +197,13 @@ func (g *gatedBatches) ReleaseWithStatusBatch(_ context.Context, ls []*lease.Lea
 	}
 }
 
-// The batcher sends what is queued as soon as it is free: releases that
-// arrive while a batch is out go together in the next one, and each run
+// A sender sends what is queued as soon as it is free: releases that
+// arrive while its batch is out go together in the next one, and each run
 // gets its own answer.
 func TestReleaseBatcher_Release_TakesWhatIsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &gatedBatches{gate: make(chan struct{})}
-		b := &releaseBatcher{store: store, done: make(chan struct{})}
-		b.cond.L = &b.mu
-		go b.run()
+		b := startReleaseBatcher(store, 1)
 		deadline := time.Now().Add(time.Second)
 		answers := make([]releaseAnswer, 4)
 		var wg sync.WaitGroup
