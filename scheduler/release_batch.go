@@ -41,10 +41,10 @@ type releaseAnswer struct {
 // together in one round trip (fleet.BatchReleaser): each of its
 // releaseSenders goroutines takes whatever is queued, up to
 // maxReleaseBatch, as soon as it is free (no timer waits for more), and
-// answers each run. A run waits for its answer
-// on its own goroutine, so the order of its end's steps does not change,
-// and makes any further try itself (Scheduler.release). The Scheduler
-// starts it in Start and stops it in Shutdown, after the last run ended.
+// answers each run. A run waits for its answer on its own goroutine, so
+// the order of its end's steps does not change, and makes any further try
+// itself (Scheduler.release). The Scheduler starts it in Start and stops
+// it in Shutdown, after the last run ended.
 type releaseBatcher struct {
 	store fleet.BatchReleaser
 
