@@ -262,6 +262,24 @@ type Store interface {
 	Subscribe(ctx context.Context, fn func(Message)) (stop func(), err error)
 }
 
+// BatchReleaser is an optional interface of a Store that can send several
+// ReleaseWithStatus calls in one round trip. lease/redislease and
+// lease/memory implement it; the scheduler sends the releases of the runs
+// that end together through it.
+//
+// ReleaseWithStatusBatch releases leases[i] with sts[i] as
+// ReleaseWithStatus does and writes what that call would have returned to
+// triggers[i] and errs[i]: sts, triggers and errs must be as long as
+// leases. Every entry is answered on its own, with the errors
+// ReleaseWithStatus would give it (an invalid entry fails alone, without
+// I/O, and does not keep the others from being sent); nothing about the
+// batch is atomic: the releases are independent, as if made one after the
+// other in an unspecified order. ReleaseWithStatusBatch blocks until every
+// answer is known or ctx is done.
+type BatchReleaser interface {
+	ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []Status, triggers []int, errs []error)
+}
+
 // JobState is what a store holds about one job's key, read by one
 // JobState call at the store's time Now.
 type JobState struct {

@@ -76,6 +76,14 @@ func (m *mortalStore) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st 
 	return m.Store.ReleaseWithStatus(ctx, l, st)
 }
 
+// ReleaseWithStatusBatch keeps a dead replica's batched releases from
+// reaching the shared store (the embedded store's would).
+func (m *mortalStore) ReleaseWithStatusBatch(ctx context.Context, ls []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
+	for i, l := range ls {
+		triggers[i], errs[i] = m.ReleaseWithStatus(ctx, l, sts[i])
+	}
+}
+
 func (m *mortalStore) Publish(ctx context.Context, msg fleet.Message) error {
 	if err := m.check(); err != nil {
 		return err

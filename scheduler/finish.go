@@ -235,13 +235,15 @@ func (s *Scheduler) reportOutlived(r *run, lost error) {
 // min(ttl, MaxCleanup), never with the run's (cancelled) context, retrying
 // transient errors (a connection reset by a Redis restart, say) within
 // that bound. With a control plane it records st as the job's last run in
-// the same store operation, and learns how many triggers wait. It reports
+// the same store operation, and learns how many triggers wait; when the
+// store is a fleet.BatchReleaser, the first try goes in a batch with the
+// releases of the runs that end at the same time (releaseBatcher), and
+// the tries that follow a transient failure go one by one. It reports
 // whether the lease was released: by this call, or by an earlier attempt
 // of it whose reply was lost (the lease is then not found, where a lease
 // that expired would say so).
 func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers int) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(r.reg.ttl, MaxCleanup))
-	defer cancel()
+	bound := min(r.reg.ttl, MaxCleanup)
 	op := r.lease.Release
 	if fs, ok := s.store.(fleet.Store); ok && st != nil && s.control != nil {
 		op = func(ctx context.Context) error {
@@ -249,7 +251,42 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 			triggers = n
 			return err
 		}
+		if s.releases != nil {
+			deadline := time.Now().Add(bound) // as context.WithTimeout's
+			if a, ok := s.releases.release(r.lease, *st, deadline); ok {
+				if a.err == nil {
+					r.log.Debug("job lease released", slog.Int("tries", 1))
+					return true, a.triggers
+				}
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				defer cancel()
+				return s.retryRelease(ctx, r, replayFirst(op, a, &triggers), &triggers)
+			}
+		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	return s.retryRelease(ctx, r, op, &triggers)
+}
+
+// replayFirst returns op whose first call answers the batched try's a
+// (setting *triggers as op does), without I/O: retry.Do then treats it as
+// its first try, and retries, waits and logs as for any other.
+func replayFirst(op func(context.Context) error, a releaseAnswer, triggers *int) func(context.Context) error {
+	first := true
+	return func(ctx context.Context) error {
+		if first {
+			first = false
+			*triggers = a.triggers
+			return a.err
+		}
+		return op(ctx)
+	}
+}
+
+// retryRelease makes release's tries with op within ctx, and reports
+// whether the lease was released and the triggers op learned.
+func (s *Scheduler) retryRelease(ctx context.Context, r *run, op func(context.Context) error, triggers *int) (bool, int) {
 	attempts, err := retry.Do(ctx, op, func(err error, wait time.Duration) {
 		r.log.Debug("job lease release failed; retrying", slog.Any("error", err), logattr.Duration("retry_in", wait))
 	})
@@ -257,14 +294,14 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 	switch {
 	case err == nil:
 		r.log.Debug("job lease released", slog.Int("tries", attempts))
-		return true, triggers
+		return true, *triggers
 	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
 		r.log.Debug("job lease released by an earlier try whose reply was lost", slog.Int("tries", attempts))
-		return true, triggers
+		return true, *triggers
 	case errors.Is(err, lease.ErrNotHeld):
 		r.log.Debug("job lease was no longer held at release", slog.Any("error", err))
 	default:
 		r.log.Warn("job lease release failed; it expires after its TTL", slog.Any("error", err), slog.Int("tries", attempts))
 	}
-	return false, triggers
+	return false, *triggers
 }

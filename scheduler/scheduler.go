@@ -50,6 +50,10 @@ type Scheduler struct {
 	view    atomic.Pointer[fleetView]
 	offset  clockOffset // this replica's clock against the store's (offset.go)
 	backups *backupQueue
+	// releases batches the runs' releases with status when the store is
+	// a fleet.BatchReleaser and there is a control plane (release_batch.go);
+	// nil otherwise. Set in Start, before any run.
+	releases *releaseBatcher
 
 	mu       sync.Mutex
 	jobs     map[string]*job   // by lease key: the registered jobs, and removed ones whose run or claim still goes
@@ -273,8 +277,10 @@ func (s *Scheduler) start() ([]*job, error) {
 			return nil, err
 		}
 	}
-	// Before any firing: runs read s.control without a lock.
+	// Before any firing: runs read s.control and s.releases without a
+	// lock.
 	s.startControlPlane()
+	s.startReleases()
 	s.workers.Add(1)
 	go s.backupPass()
 	g.Start()

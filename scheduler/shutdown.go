@@ -83,6 +83,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	select {
 	case <-claimsDone:
 	case <-ctx.Done():
+		s.stopReleases(ctx)
 		return s.stillRunning(ctx, jobs)
 	}
 	for _, j := range jobs {
@@ -93,9 +94,11 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
+			s.stopReleases(ctx) // the runs still going release on their own
 			return s.stillRunning(ctx, jobs)
 		}
 	}
+	s.stopReleases(ctx) // the last release was answered
 	if gocronErr != nil {
 		return gocronErr
 	}

@@ -41,6 +41,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Trigger/LiveBehindManyExpired", testTriggerLiveBehindManyExpired},
 		{"Status/RecordedByTheHolder", testStatus},
 		{"Status/NotByALostLease", testStatusLost},
+		{"Status/ReleaseBatchAnswersAsOneByOne", testReleaseBatch},
 		{"History/NewestFirstAndPaging", testHistoryNewestFirst},
 		{"History/Capped", testHistoryCapped},
 		{"History/SurvivesRelease", testHistorySurvivesRelease},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 )
 
 var (
 	_ lease.BatchAcquirer = (*Store)(nil)
 	_ lease.RoundReader   = (*Store)(nil)
+	_ fleet.BatchReleaser = (*Store)(nil)
 )
 
 // AcquireBatch makes the acquires of reqs one after the other, each as
@@ -19,6 +21,15 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, r
 	for i, r := range reqs {
 		l, err := s.Acquire(ctx, r.Key, r.TTL, r.Options...)
 		results[i] = lease.AcquireResult{Lease: l, Err: err}
+	}
+}
+
+// ReleaseWithStatusBatch makes the releases of leases one after the
+// other, each as ReleaseWithStatus does, and writes their answers to
+// triggers and errs. See fleet.BatchReleaser.
+func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
+	for i, l := range leases {
+		triggers[i], errs[i] = s.ReleaseWithStatus(ctx, l, sts[i])
 	}
 }
 

@@ -1,0 +1,165 @@
+package redislease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/internal/luascripts"
+	"github.com/cronguard/cronguard/lease"
+)
+
+var _ fleet.BatchReleaser = (*Store)(nil)
+
+// releaseCall is one release of a batch, ready to send: release_status.lua's
+// keys and arguments and, for a lease acquired with lease.WithAttempts, its
+// command on the index of open occurrences.
+type releaseCall struct {
+	i            int // the entry of the batch
+	keys, args   []string
+	withAttempts bool
+}
+
+// ReleaseWithStatusBatch sends the releases of leases in one pipeline
+// (release_status.lua once per lease, EVALSHA, falling back to EVAL for
+// those the server does not have cached; beside each lease acquired with
+// lease.WithAttempts, its command on the index of open occurrences, as
+// ReleaseWithStatus sends it) and writes each answer to triggers and errs
+// as ReleaseWithStatus would give it. See fleet.BatchReleaser. An entry
+// that fails before any I/O, and a lease whose ID or key this store cannot
+// have issued, are answered by ReleaseWithStatus on its own; so is the
+// follow-up of an answer that needs one (a release by ID when the lease's
+// key does not lead to its record, the index entry put back when a lease
+// with attempts was no longer held).
+func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
+	calls := make([]releaseCall, 0, len(leases))
+	cmds := make(rueidis.Commands, 0, len(leases))
+	at := make([]int, 0, len(leases)) // at[k]: the command of calls[k] in cmds
+	for i, l := range leases {
+		c, ok := s.releaseCall(i, l, sts[i])
+		if !ok {
+			triggers[i], errs[i] = s.ReleaseWithStatus(ctx, l, sts[i])
+			continue
+		}
+		calls = append(calls, c)
+		at = append(at, len(cmds))
+		cmds = s.appendRelease(cmds, releaseStatusSHA, "", c, l, sts[i])
+	}
+	if len(calls) == 0 {
+		return
+	}
+	resps := s.client.DoMulti(ctx, cmds...)
+	var again []int // indexes into calls whose script the server did not have
+	for k := range calls {
+		if isNoScript(resps[at[k]].Error()) {
+			again = append(again, k)
+		}
+	}
+	if len(again) > 0 {
+		// Commands are recycled once sent: the retry builds its own.
+		cmds = cmds[:0]
+		for _, k := range again {
+			c := calls[k]
+			cmds = s.appendRelease(cmds, "", luascripts.ReleaseStatus, c, leases[c.i], sts[c.i])
+		}
+		res := s.client.DoMulti(ctx, cmds...)
+		n := 0
+		for _, k := range again {
+			resps[at[k]] = res[n]
+			n++
+			if calls[k].withAttempts {
+				resps[at[k]+1] = res[n]
+				n++
+			}
+		}
+	}
+	for k, c := range calls {
+		script := resps[at[k]]
+		if c.withAttempts {
+			if err := resps[at[k]+1].Error(); err != nil && script.Error() == nil {
+				s.log.Warn("could not update the index of open occurrences", "error", err)
+			}
+		}
+		triggers[c.i], errs[c.i] = s.releaseAnswer(ctx, leases[c.i], c.withAttempts, script)
+	}
+}
+
+// releaseCall prepares entry i's release of l with st, and reports false
+// when ReleaseWithStatus must answer it alone: an invalid entry, or a lease
+// whose ID or key this store cannot have issued.
+func (s *Store) releaseCall(i int, l *lease.Lease, st fleet.Status) (releaseCall, bool) {
+	if l == nil || validateClose(st) != nil {
+		return releaseCall{}, false
+	}
+	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
+	if !ok {
+		return releaseCall{}, false
+	}
+	ks, err := keysFor(s.prefix, l.Key)
+	if err != nil {
+		return releaseCall{}, false
+	}
+	raw, err := json.Marshal(statusRecord{
+		Occurrence: st.Occurrence.UnixMilli(),
+		Owner:      st.Owner,
+		Replica:    st.Replica,
+		Attempt:    st.Attempt,
+		Fence:      uint64(st.Fence),
+		StartedAt:  st.Started.UnixMilli(),
+		DurationMs: st.Duration.Milliseconds(),
+		Outcome:    st.Outcome,
+		Error:      fleet.SanitizeError(st.Error),
+		Trigger:    st.Trigger,
+		Missed:     st.Missed,
+	})
+	if err != nil {
+		return releaseCall{}, false
+	}
+	c := releaseCall{
+		i:            i,
+		keys:         []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)},
+		args:         []string{head, string(raw), s.historyLast},
+		withAttempts: l.Attempts.Max > 0 && l.Round > 0,
+	}
+	if c.withAttempts {
+		key, more := s.closeArgs(ks, l, st)
+		c.keys, c.args = append(c.keys, key), append(c.args, more...)
+	}
+	return c, true
+}
+
+// appendRelease appends c's script call (EVALSHA sha, or EVAL src when sha
+// is "") and, with attempts, its index command.
+func (s *Store) appendRelease(cmds rueidis.Commands, sha, src string, c releaseCall, l *lease.Lease, st fleet.Status) rueidis.Commands {
+	cmds = append(cmds, s.evalAcquire(sha, src, c.keys, c.args))
+	if c.withAttempts {
+		cmds = append(cmds, s.indexCmd(l, st))
+	}
+	return cmds
+}
+
+// releaseAnswer reads release_status.lua's reply about l as
+// ReleaseWithStatus does, and makes the follow-up the reply asks for.
+func (s *Store) releaseAnswer(ctx context.Context, l *lease.Lease, withAttempts bool, resp rueidis.RedisResult) (int, error) {
+	const op = "release"
+	if err := resp.Error(); err != nil {
+		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
+	}
+	r, err := intsReply(resp)
+	if err != nil || r.n != 2 {
+		return 0, internalErr(op, leaseName(l.ID), fmt.Errorf("%w: %v", errBadReply, r.v[:r.n]))
+	}
+	switch r.v[0] {
+	case codeDone:
+		return int(r.v[1]), nil
+	case codeElsewhere:
+		return 0, s.Release(ctx, l.ID)
+	}
+	if withAttempts {
+		s.reindex(ctx, l)
+	}
+	return 0, notHeldCode(op, l.ID, r.v[0])
+}

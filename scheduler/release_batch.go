@@ -1,0 +1,180 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// maxReleaseBatch is how many releases of ending runs the release batcher
+// sends to a fleet.BatchReleaser in one round trip; releaseSenders is how
+// many batches it has out at once. One sender alone, waiting for each
+// batch's reply before it takes the next, fell behind the runs of a
+// replica with thousands of jobs a second on a loaded machine (their
+// leases were still held at the next occurrence).
+const (
+	maxReleaseBatch = 64
+	releaseSenders  = 8
+)
+
+// releaseTask is a run's release with status handed to the batcher: the
+// lease, the status, when the release's tries must end, and where its
+// answer goes.
+type releaseTask struct {
+	l        *lease.Lease
+	st       fleet.Status
+	deadline time.Time
+	answer   chan<- releaseAnswer // buffered: the batcher never waits for the run
+}
+
+// releaseAnswer is what ReleaseWithStatus would have returned for a task.
+type releaseAnswer struct {
+	triggers int
+	err      error
+}
+
+// releaseBatcher sends the releases with status of the runs that end
+// together in one round trip (fleet.BatchReleaser): each of its
+// releaseSenders goroutines takes whatever is queued, up to
+// maxReleaseBatch, as soon as it is free (no timer waits for more), and
+// answers each run. A run waits for its answer on its own goroutine, so
+// the order of its end's steps does not change, and makes any further try
+// itself (Scheduler.release). The Scheduler starts it in Start and stops
+// it in Shutdown, after the last run ended.
+type releaseBatcher struct {
+	store fleet.BatchReleaser
+
+	mu     sync.Mutex
+	cond   sync.Cond
+	items  []releaseTask
+	closed bool
+
+	senders atomic.Int32  // goroutines that have not returned
+	done    chan struct{} // closed when the last has returned
+}
+
+// startReleases starts the release batcher when the runs release with
+// status (a control plane) and the store is a fleet.BatchReleaser. Start
+// calls it after the control plane started and before any firing.
+func (s *Scheduler) startReleases() {
+	br, ok := s.store.(fleet.BatchReleaser)
+	if !ok || s.control == nil {
+		return
+	}
+	s.releases = startReleaseBatcher(br, releaseSenders)
+}
+
+// startReleaseBatcher starts a batcher with n senders.
+func startReleaseBatcher(store fleet.BatchReleaser, n int) *releaseBatcher {
+	b := &releaseBatcher{store: store, done: make(chan struct{})}
+	b.cond.L = &b.mu
+	b.senders.Store(int32(n))
+	for range n {
+		go b.run()
+	}
+	return b
+}
+
+// stopReleases closes the release batcher, if any, and waits until it
+// has returned or ctx is done. A run that ends later releases on its own.
+func (s *Scheduler) stopReleases(ctx context.Context) {
+	b := s.releases
+	if b == nil {
+		return
+	}
+	b.close()
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+	}
+}
+
+// release sends the release of l with st in the next batch and waits for
+// its answer: a batch's try ends at the earliest deadline among its
+// tasks. ok is false, without I/O, once the batcher is closed: the caller
+// releases on its own.
+func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline time.Time) (a releaseAnswer, ok bool) {
+	answer := make(chan releaseAnswer, 1)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return releaseAnswer{}, false
+	}
+	b.items = append(b.items, releaseTask{l: l, st: st, deadline: deadline, answer: answer})
+	b.mu.Unlock()
+	b.cond.Signal()
+	return <-answer, true
+}
+
+// close makes release refuse new tasks; the senders answer the queued
+// ones and return (done).
+func (b *releaseBatcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// run sends batches until the batcher is closed and nothing is queued.
+func (b *releaseBatcher) run() {
+	defer func() {
+		if b.senders.Add(-1) == 0 {
+			close(b.done)
+		}
+	}()
+	var (
+		buf      []releaseTask
+		leases   = make([]*lease.Lease, maxReleaseBatch)
+		sts      = make([]fleet.Status, maxReleaseBatch)
+		triggers = make([]int, maxReleaseBatch)
+		errs     = make([]error, maxReleaseBatch)
+	)
+	for {
+		ts, ok := b.pop(buf[:0])
+		if !ok {
+			return
+		}
+		n := len(ts)
+		deadline := ts[0].deadline
+		for i, t := range ts {
+			leases[i], sts[i], triggers[i], errs[i] = t.l, t.st, 0, nil
+			if t.deadline.Before(deadline) {
+				deadline = t.deadline
+			}
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		b.store.ReleaseWithStatusBatch(ctx, leases[:n], sts[:n], triggers[:n], errs[:n])
+		cancel()
+		for i, t := range ts {
+			t.answer <- releaseAnswer{triggers: triggers[i], err: errs[i]}
+		}
+		clear(ts)
+		clear(leases[:n])
+		clear(sts[:n])
+		clear(errs[:n])
+		buf = ts
+	}
+}
+
+// pop appends up to maxReleaseBatch of the oldest tasks to buf, waiting
+// for one; ok is false once the batcher is closed and nothing is queued.
+func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.items) == 0 {
+		if b.closed {
+			return buf, false
+		}
+		b.cond.Wait()
+	}
+	n := min(len(b.items), maxReleaseBatch)
+	buf = append(buf, b.items[:n]...)
+	rest := copy(b.items, b.items[n:])
+	clear(b.items[rest:])
+	b.items = b.items[:rest]
+	return buf, true
+}
