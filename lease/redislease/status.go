@@ -88,7 +88,7 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 		return 0, internalErr(op, leaseName(l.ID), err)
 	}
 	keys := []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)}
-	args := []string{head, string(raw), s.historyLast}
+	args := []string{head, string(raw), s.historyLast, s.historyMost}
 	withAttempts := l.Attempts.Max > 0 && l.Round > 0
 	var resp rueidis.RedisResult
 	if withAttempts {
