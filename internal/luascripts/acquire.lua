@@ -129,7 +129,8 @@ local fence = now * 100
 local counter = v[2]
 if counter then
   if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
-  if counter + 1 > fence then fence = counter + 1 end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
 local fs = string.format('%d', fence)
 if ARGV[8] then -- completion record: attempt 1, running; an older open one is given up

@@ -82,7 +82,8 @@ local fence = now * 100
 local counter = v[2]
 if counter then
   if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
-  if counter + 1 > fence then fence = counter + 1 end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
 redis.call('SET', KEYS[3], string.format('%d', fence))
 local exp = now + ARGV[2]

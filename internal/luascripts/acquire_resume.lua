@@ -112,7 +112,8 @@ local fence = now * 100
 local counter = v[2]
 if counter then
   if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
-  if counter + 1 > fence then fence = counter + 1 end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
 redis.call('MSET', KEYS[3], string.format('%d', fence), KEYS[5], string.format('%s|%d|r|%d|%d|%d', r, a + 1, nb, dl, mx))
 local exp = now + ARGV[2]

@@ -36,7 +36,8 @@ if counter then
   if #counter > 16 or not string.find(counter, '^%d+$') then
     return redis.error_reply('ERR semaphore fence counter is not a number')
   end
-  if counter + 1 > fence then fence = counter + 1 end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
 redis.call('SET', KEYS[2], string.format('%d', fence))
 local ttl = ARGV[2] + 0

@@ -158,13 +158,18 @@ func BenchmarkScriptCost(b *testing.B) {
 		round += int64(i/len(keys)) + 2
 	})
 	b.Run("SchedulerRunFullHistory", func(b *testing.B) {
-		// SchedulerRun once every job's history holds its limit of runs:
-		// each release's LTRIM then drops the oldest.
+		// SchedulerRun once every job's history is full: key i holds the
+		// limit of runs plus i mod (slack + 1), the lengths a list takes in
+		// turn between two trims, so that one release in slack + 1 trims
+		// (back to the limit), the steady state of jobs that have run
+		// long enough.
 		entry := `{"occurrence":1700000000000,"owner":"replica-1/job","replica":"replica-1","attempt":1,"fence":1,"startedAt":1700000000000,"durationMs":1500,"outcome":"succeeded"}`
-		for _, key := range keys {
+		slack := historySlack(st.historyLimit)
+		for i, key := range keys {
 			ks, err := keysFor(st.prefix, key)
 			must(err)
-			entries := make([]string, st.historyLimit)
+			must(c.Do(ctx, c.B().Del().Key(ks.history(st.prefix)).Build()).Error())
+			entries := make([]string, st.historyLimit+i%(slack+1))
 			for j := range entries {
 				entries[j] = entry
 			}
