@@ -51,6 +51,9 @@
 -- round record and the pause when given, the completion record with
 -- attempts. A pause is honoured when its key holds a value (pause_set.lua
 -- writes a string). The round record is used only when a round is given.
+-- MGET answers nil for a key that holds another type than a string (no
+-- script of the store writes one there): such a key reads as absent, and a
+-- won acquire's SET or MSET replaces it.
 --
 -- The fence never goes back, even if Redis lost its data: it is the
 -- counter + 1, or the server clock's floor, now in ms * 100, if that is
