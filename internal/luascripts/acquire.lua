@@ -46,16 +46,26 @@
 -- occurrence as paused; its round is recorded so that it is neither missed
 -- nor caught up), then a claimed round (the definitive answer: that
 -- occurrence ran or runs), then a live lease (held by an earlier round: an
--- overlap), then the skew bound. The round is read only when one is given;
--- the pause is looked up only when asked (KEYS[5] given), with EXISTS (no
--- string is made).
+-- overlap), then the skew bound. Every key it decides on is read with one
+-- MGET (they share G's slot): the record and the fence counter always, the
+-- round record and the pause when given, the completion record with
+-- attempts. A pause is honoured when its key holds a value (pause_set.lua
+-- writes a string). The round record is used only when a round is given.
+-- MGET answers nil for a key that holds another type than a string (no
+-- script of the store writes one there): such a key reads as absent, and a
+-- won acquire's SET or MSET replaces it.
 --
 -- The fence never goes back, even if Redis lost its data: it is the
 -- counter + 1, or the server clock's floor, now in ms * 100, if that is
 -- greater. A counter wiped or rolled back with the data resumes above
 -- every fence issued before, unless the server clock went back by more
--- than the time since the last acquire. INCR and INCRBY answer integers,
--- so no string is made for it.
+-- than the time since the last acquire. The counter is read by the MGET
+-- and written back as the fence's decimal digits (what INCR would leave,
+-- so other scripts may still INCR it); a counter that is not 1 to 16
+-- digits is unreadable ({-9}) and nothing is written. The new counter, the
+-- round record and the completion record (all without expiry) are written
+-- with one MSET: a won round acquire runs TIME, MGET, MSET, SET record,
+-- SET index; a lost one TIME and MGET.
 --
 -- The record is {"lockId":"<id>","expiresAtMs":<%13d>,"acquiredAtMs":<%13d>,
 -- "fence":"<%015d>","prev":<n>,<tail>: the ID at bytes 12-33 and the
@@ -70,29 +80,39 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
+-- One read of every key the acquire decides on (the ID index is only
+-- written): v[1] record, v[2] fence counter, v[3] round record, v[4]
+-- pause, v[5] completion record; false for a key that does not exist.
+local v
+if KEYS[6] then
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+elseif KEYS[5] then
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+elseif KEYS[4] then
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4])
+else
+  v = redis.call('MGET', KEYS[1], KEYS[3])
+end
+
 local round = ARGV[6] and ARGV[6] + 0 or 0
-if KEYS[5] and ARGV[9] ~= '0' and redis.call('EXISTS', KEYS[5]) == 1 then
+local last = round > 0 and v[3] or nil -- the round record as stored, for "prev"
+if v[4] and ARGV[9] ~= '0' then
   -- Recorded as handled, within the skew bound: a fast clock must not
   -- record a future round while the key is paused.
   local skew = ARGV[7] + 0
   if round > 0 and (skew == 0 or round <= now + skew) then
-    local rec = redis.call('GET', KEYS[4])
-    if not rec or (tonumber(rec) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
+    if not last or (tonumber(last) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
   end
   return {-6}
 end
-local last -- the round record as stored, for "prev"
 local prev = 0
-if round > 0 then
-  last = redis.call('GET', KEYS[4])
-  if last then
-    prev = tonumber(last)
-    if not prev then return {-9} end
-    if prev >= round then return {-3} end
-  end
+if last then
+  prev = tonumber(last)
+  if not prev then return {-9} end
+  if prev >= round then return {-3} end
 end
 
-local cur = redis.call('GET', KEYS[1])
+local cur = v[1]
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))
   if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
@@ -108,19 +128,27 @@ if round > 0 then
   if skew > 0 and round > now + skew then return {-4} end
 end
 
-local fence = redis.call('INCR', KEYS[3])
-local floor = now * 100
-if fence < floor then
-  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+local fence = now * 100
+local counter = v[2]
+if counter then
+  if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
+end
+local fs = string.format('%d', fence)
+if ARGV[8] then -- completion record: attempt 1, running; an older open one is given up
+  redis.call('MSET', KEYS[3], fs, KEYS[4], ARGV[6], KEYS[6], ARGV[6] .. '|1|r|0|' .. ARGV[8])
+elseif round > 0 then
+  redis.call('MSET', KEYS[3], fs, KEYS[4], ARGV[6])
+else
+  redis.call('SET', KEYS[3], fs)
 end
 local exp = now + ARGV[2]
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
   ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
-if round > 0 then redis.call('SET', KEYS[4], ARGV[6]) end
-if ARGV[8] then -- completion record: attempt 1, running; an older open one is given up
-  local old = redis.call('SET', KEYS[6], ARGV[6] .. '|1|r|0|' .. ARGV[8], 'GET')
-  local r, a, st = string.match(old or '', '^(%d+)|(%d+)|([ro])|')
+if ARGV[8] then
+  local r, a = string.match(v[5] or '', '^(%d+)|(%d+)|[ro]|')
   if r and r ~= ARGV[6] then return {1, fence, exp, now, prev, r + 0, a + 0} end
 end
 return {1, fence, exp, now, prev}

@@ -29,13 +29,15 @@
 -- the head whose place expired (a waiter that died) or that left are
 -- dropped, at most 100 per call. A ticket dropped that way and seen again
 -- is queued anew, at the end. The fence and the record follow acquire.lua
--- ("prev":0).
+-- ("prev":0): the record and the fence counter are read with one MGET, and
+-- the counter is written back with a SET (no round is claimed).
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
-local cur = redis.call('GET', KEYS[1])
+local v = redis.call('MGET', KEYS[1], KEYS[3]) -- the record, the fence counter
+local cur = v[1]
 local held -- ms until the holder's lease can be taken, if it is live
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))
@@ -76,11 +78,14 @@ if held or redis.call('EXISTS', KEYS[4]) == 1 then
   if redis.call('LLEN', KEYS[4]) == 0 then redis.call('DEL', KEYS[4], KEYS[5]) end
 end
 
-local fence = redis.call('INCR', KEYS[3])
-local floor = now * 100
-if fence < floor then
-  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+local fence = now * 100
+local counter = v[2]
+if counter then
+  if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
+redis.call('SET', KEYS[3], string.format('%d', fence))
 local exp = now + ARGV[2]
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":0,%s',
   ARGV[1], exp, now, fence, ARGV[5]), 'PX', ARGV[3])

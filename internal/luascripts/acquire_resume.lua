@@ -17,6 +17,8 @@
 -- ARGV[5] record tail built by the client: "key":...,"owner":...}
 -- ARGV[6] the round to resume, as the round record stores it (digits)
 -- ARGV[7] the history's last index: its limit minus 1
+-- ARGV[8] the most entries the history may hold: its limit plus a slack
+--         (release_status.lua trims the same way)
 --
 -- The completion record is "round|attempt|state|notBeforeMs|deadlineMs|max",
 -- state r (running: an attempt holds or held the lease), o (released
@@ -43,23 +45,33 @@
 -- The lease record and fence are those of acquire.lua; "prev" is the
 -- round itself (the round record is not changed), so rollback.lua, told
 -- no round, leaves the round record alone and sets the completion record
--- back to open.
+-- back to open. As in acquire.lua, the keys it decides on are read with one
+-- MGET, and the fence counter and the completion record written with one
+-- MSET: a resume runs TIME, MGET, MSET and the two SETs of the lease.
 local TOLERANCE_MS = 1000
 local DEAD_HOLDER = 'its replica stopped renewing the lease and never released it (it died or lost the store)'
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1
 
-if KEYS[7] and redis.call('EXISTS', KEYS[7]) == 1 then return {-6} end
-if redis.call('GET', KEYS[4]) ~= ARGV[6] then return {-3} end
-local rec = redis.call('GET', KEYS[5])
+-- v[1] record, v[2] fence counter, v[3] round record, v[4] completion
+-- record, v[5] pause (with KEYS[7]); false for a key that does not exist.
+local v
+if KEYS[7] then
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[7])
+else
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+end
+if v[5] then return {-6} end
+if v[3] ~= ARGV[6] then return {-3} end
+local rec = v[4]
 if not rec then return {-3} end
 local r, a, st, nb, dl, mx = string.match(rec, '^(%d+)|(%d+)|(%a)|(%d+)|(%d+)|(%d+)$')
 if not r then return {-9} end
 if r ~= ARGV[6] or st == 'd' or st == 'g' then return {-3} end
 if st ~= 'r' and st ~= 'o' then return {-9} end
 
-local cur = redis.call('GET', KEYS[1])
+local cur = v[1]
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))
   if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
@@ -71,30 +83,41 @@ if cur then
 end
 
 a, nb, dl, mx = a + 0, nb + 0, dl + 0, mx + 0
+local dead -- the "interrupted" entry of an attempt whose holder died
 if st == 'r' then
   -- The attempt's holder died (or lost the store) and never released:
   -- no replica recorded its end, so the history gets it here.
-  redis.call('LPUSH', KEYS[6], string.format(
-    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"%s"}', r, a, now, DEAD_HOLDER))
-  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
+  dead = string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"%s"}', r, a, now, DEAD_HOLDER)
 end
 if a >= mx or now >= dl then
   redis.call('SET', KEYS[5], string.format('%s|%d|g|%d|%d|%d', r, a, nb, dl, mx))
-  redis.call('LPUSH', KEYS[6], string.format(
-    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now))
-  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
+  local gone = string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now)
+  local n
+  if dead then
+    n = redis.call('LPUSH', KEYS[6], dead, gone)
+  else
+    n = redis.call('LPUSH', KEYS[6], gone)
+  end
+  if n > ARGV[8] + 0 then redis.call('LTRIM', KEYS[6], '0', ARGV[7]) end
   return {-10, a}
+end
+if dead and redis.call('LPUSH', KEYS[6], dead) > ARGV[8] + 0 then
+  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
 end
 if now < nb then return {-11, nb - now} end
 
-local fence = redis.call('INCR', KEYS[3])
-local floor = now * 100
-if fence < floor then
-  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+local fence = now * 100
+local counter = v[2]
+if counter then
+  if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
+redis.call('MSET', KEYS[3], string.format('%d', fence), KEYS[5], string.format('%s|%d|r|%d|%d|%d', r, a + 1, nb, dl, mx))
 local exp = now + ARGV[2]
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
   ARGV[1], exp, now, fence, r, ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
-redis.call('SET', KEYS[5], string.format('%s|%d|r|%d|%d|%d', r, a + 1, nb, dl, mx))
 return {1, fence, exp, now, a + 1, dl, mx}

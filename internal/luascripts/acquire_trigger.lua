@@ -37,20 +37,34 @@
 --   {-7}               no live trigger is queued (expired ones are dropped)
 --   {-8}               1000 expired triggers were dropped and more entries
 --                      wait: call again (each call's work stays bounded)
---   {-9}               unreadable record, round or fence counter
+--   {-9}               unreadable record, round or fence counter (checked
+--                      before any trigger is taken)
 --
--- The fence follows the rule of acquire.lua (never goes back). The record
--- layout is acquire.lua's, with "prev" the round recorded before this one.
--- The completion record costs a GET on every trigger acquire, and a SET
--- only when it supersedes an occurrence (rare).
+-- The fence follows the rule of acquire.lua (never goes back), and so does
+-- the way it is kept: the record, fence counter, round record, completion
+-- record and pause are read with one MGET; the counter and the round
+-- record (and the completion record when it is superseded) are written
+-- with one MSET. A counter that is unreadable answers {-9} before a
+-- trigger is taken, so the triggers stay queued. The record layout is
+-- acquire.lua's, with "prev" the round recorded before this one. A
+-- triggered run costs TIME, MGET, LPOP (one per entry dropped), MSET and
+-- the two SETs of the lease.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
-if KEYS[7] and redis.call('EXISTS', KEYS[7]) == 1 then return {-6} end
+-- v[1] record, v[2] fence counter, v[3] round record, v[4] completion
+-- record, v[5] pause (with KEYS[7]); false for a key that does not exist.
+local v
+if KEYS[7] then
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[5], KEYS[6], KEYS[7])
+else
+  v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[5], KEYS[6])
+end
+if v[5] then return {-6} end
 
-local cur = redis.call('GET', KEYS[1])
+local cur = v[1]
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))
   if string.sub(cur, 1, 11) ~= '{"lockId":"' or string.sub(cur, 34, 49) ~= '","expiresAtMs":' or not exp then
@@ -61,11 +75,19 @@ if cur then
   end
 end
 
-local last = redis.call('GET', KEYS[5])
+local last = v[3]
 local prev = 0
 if last then
   prev = tonumber(last)
   if not prev then return {-9} end
+end
+
+local fence = now * 100
+local counter = v[2]
+if counter then
+  if #counter > 16 or not string.find(counter, '^%d+$') then return {-9} end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
 
 local id, queued
@@ -82,22 +104,17 @@ if not id then return {-8} end
 
 local round = now
 if prev >= round then round = prev + 1 end
-local fence = redis.call('INCR', KEYS[3])
-local floor = now * 100
-if fence < floor then
-  fence = redis.call('INCRBY', KEYS[3], floor - fence)
+local rs = string.format('%d', round)
+local r, a, rest = string.match(v[4] or '', '^(%d+)|(%d+)|[ro]|(.*)$')
+if r and r + 0 < round then
+  redis.call('MSET', KEYS[3], string.format('%d', fence), KEYS[5], rs, KEYS[6], r .. '|' .. a .. '|g|' .. rest)
+else
+  r = nil
+  redis.call('MSET', KEYS[3], string.format('%d', fence), KEYS[5], rs)
 end
 local exp = now + ARGV[2]
 redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
   ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
-redis.call('SET', KEYS[5], string.format('%d', round))
-local rec = redis.call('GET', KEYS[6])
-if rec then
-  local r, a, rest = string.match(rec, '^(%d+)|(%d+)|[ro]|(.*)$')
-  if r and r + 0 < round then
-    redis.call('SET', KEYS[6], r .. '|' .. a .. '|g|' .. rest)
-    return {1, fence, exp, now, id, queued, round, prev, r + 0, a + 0}
-  end
-end
+if r then return {1, fence, exp, now, id, queued, round, prev, r + 0, a + 0} end
 return {1, fence, exp, now, id, queued, round, prev}

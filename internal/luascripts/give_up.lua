@@ -7,6 +7,8 @@
 -- KEYS[3] history key        <prefix>:history:{G}
 -- ARGV[1] the round, as the record stores it (digits)
 -- ARGV[2] the history's last index: its limit minus 1
+-- ARGV[3] the most entries the history may hold: its limit plus a slack
+--         (trimmed back to the limit only above it, as release_status.lua)
 --
 -- Returns
 --   {1, deadlineMs}   given up by this call
@@ -37,13 +39,20 @@ if st == 'r' then
 end
 a = a + 0
 if a < mx + 0 and now < dl then return {0, dl} end
+local dead -- the "interrupted" entry of an attempt whose holder died
 if st == 'r' then
   -- Its holder died and never released: no replica recorded the attempt's end.
-  redis.call('LPUSH', KEYS[3], string.format(
-    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"its replica stopped renewing the lease and never released it (it died or lost the store)"}', r, a, now))
+  dead = string.format(
+    '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"its replica stopped renewing the lease and never released it (it died or lost the store)"}', r, a, now)
 end
 redis.call('SET', KEYS[2], string.format('%s|%d|g|%s|%d|%s', r, a, nb, dl, mx))
-redis.call('LPUSH', KEYS[3], string.format(
-  '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now))
-redis.call('LTRIM', KEYS[3], '0', ARGV[2])
+local gone = string.format(
+  '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now)
+local n
+if dead then
+  n = redis.call('LPUSH', KEYS[3], dead, gone)
+else
+  n = redis.call('LPUSH', KEYS[3], gone)
+end
+if n > ARGV[3] + 0 then redis.call('LTRIM', KEYS[3], '0', ARGV[2]) end
 return {1, dl}

@@ -10,36 +10,49 @@
 -- ARGV[1] record head of the lease: {"lockId":"<id>","expiresAtMs":  (49 bytes)
 -- ARGV[2] the status, JSON, built by the client (it carries no lease ID)
 -- ARGV[3] the history's last index: its limit minus 1
+-- ARGV[4] the most entries the history may hold: its limit plus a slack
 -- With a lease acquired with lease.WithAttempts only:
 -- KEYS[6] completion record <prefix>:attempt:{G}
--- ARGV[4] the close: d (done), o (open) or g (given up)
--- ARGV[5] "<round>|<attempt>|", ARGV[6] "|<deadlineMs>|<max>": the record's ends
--- ARGV[7] with o: ms after now before the next attempt may start
--- ARGV[8] with g: the "given_up" history entry, JSON
+-- ARGV[5] the close: d (done), o (open) or g (given up)
+-- ARGV[6] "<round>|<attempt>|", ARGV[7] "|<deadlineMs>|<max>": the record's ends
+-- ARGV[8] with o: ms after now before the next attempt may start
+-- ARGV[9] with g: the "given_up" history entry, JSON
 --
 -- Returns {code, triggers}: code is release_lease.lua's (1 released, 0 not
 -- owner, -1 not found, -2 expired, -5 another data key, -9 unreadable);
--- the status is written, and pushed on the history (trimmed to its limit),
--- only with code 1, by the holder. triggers is the length of the trigger
--- queue (expired entries included; the trigger acquire drops them). A
--- release is published for the key's waiters as release.lua does.
+-- the status is written, and pushed on the history, only with code 1, by
+-- the holder. triggers is the length of the trigger queue (expired entries
+-- included; the trigger acquire drops them). A release is published for
+-- the key's waiters as release.lua does.
+--
+-- The history is trimmed with slack: LPUSH answers the list's length, and
+-- only a length above ARGV[4] (limit + slack) trims it back to the limit
+-- (LTRIM 0 ARGV[3]), so one release in slack + 1 trims and the list never
+-- holds more than limit + slack entries; readers read the first limit
+-- entries only (History). A release runs GET, DEL, SET, LPUSH, SPUBLISH and
+-- LLEN; LTRIM when it trims.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('SET', KEYS[3], ARGV[2])
-  redis.call('LPUSH', KEYS[5], ARGV[2])
+  local n
   if KEYS[6] then -- the attempt's end, in its completion record
     local nb = 0
-    if ARGV[4] == 'o' then
+    if ARGV[5] == 'o' then
       local t = redis.call('TIME')
-      nb = t[1] * 1000 + t[2] / 1000 + ARGV[7]
+      nb = t[1] * 1000 + t[2] / 1000 + ARGV[8]
       nb = nb - nb % 1
-    elseif ARGV[4] == 'g' then
-      redis.call('LPUSH', KEYS[5], ARGV[8])
     end
-    redis.call('SET', KEYS[6], string.format('%s%s|%d%s', ARGV[5], ARGV[4], nb, ARGV[6]))
+    if ARGV[5] == 'g' then -- the run, then the given_up entry above it
+      n = redis.call('LPUSH', KEYS[5], ARGV[2], ARGV[9])
+    else
+      n = redis.call('LPUSH', KEYS[5], ARGV[2])
+    end
+    redis.call('SET', KEYS[6], string.format('%s%s|%d%s', ARGV[6], ARGV[5], nb, ARGV[7]))
+  else
+    n = redis.call('LPUSH', KEYS[5], ARGV[2])
   end
-  redis.call('LTRIM', KEYS[5], '0', ARGV[3])
+  if n > ARGV[4] + 0 then redis.call('LTRIM', KEYS[5], '0', ARGV[3]) end
   redis.pcall('SPUBLISH', KEYS[1], 'release')
   return {1, redis.call('LLEN', KEYS[4])}
 end

@@ -18,7 +18,9 @@
 -- when its longest-lived holder stops being live (its PX only lengthens).
 -- The fence follows acquire.lua's rule: the counter + 1, or the server
 -- clock's floor (now in ms * 100) if that is greater, so it never goes
--- back, even if Redis lost its data.
+-- back, even if Redis lost its data. As in acquire.lua the counter is read
+-- (GET) and written back as decimal digits (SET); a counter that is not 1
+-- to 16 digits fails the acquire with an error before the holder is added.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000
@@ -28,11 +30,16 @@ if redis.call('ZCARD', KEYS[1]) >= ARGV[3] + 0 then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return {0, math.max(tonumber(first[2]) + TOLERANCE_MS - now, 1)}
 end
-local fence = redis.call('INCR', KEYS[2])
-local floor = now * 100
-if fence < floor then
-  fence = redis.call('INCRBY', KEYS[2], floor - fence)
+local fence = now * 100
+local counter = redis.call('GET', KEYS[2])
+if counter then
+  if #counter > 16 or not string.find(counter, '^%d+$') then
+    return redis.error_reply('ERR semaphore fence counter is not a number')
+  end
+  local inc = counter + 1 -- one conversion of the string
+  if inc > fence then fence = inc end
 end
+redis.call('SET', KEYS[2], string.format('%d', fence))
 local ttl = ARGV[2] + 0
 local exp = now + ttl
 redis.call('ZADD', KEYS[1], exp, ARGV[1])

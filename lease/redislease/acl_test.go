@@ -25,9 +25,11 @@ import (
 
 // aclCommands are the commands a cronguard user needs on a standalone or
 // Sentinel-managed Redis (docs/redis-acl.md): EVALSHA and EVAL run the
-// scripts; the scripts call TIME, GET, SET, DEL, PEXPIRE and INCR;
-// PING is rueidis's keep-alive (its refusal is harmless but fills ACL LOG).
-var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+set", "+del", "+pexpire", "+incr", "+incrby", "+ping"}
+// scripts; the scripts call TIME, GET, MGET, SET, MSET, DEL and PEXPIRE
+// (an acquire reads its keys with one MGET and writes the fence counter
+// and round record with one MSET); PING is rueidis's keep-alive (its
+// refusal is harmless but fills ACL LOG).
+var aclCommands = []string{"+evalsha", "+eval", "+time", "+get", "+mget", "+set", "+mset", "+del", "+pexpire", "+ping"}
 
 // aclWaitCommands are what waiters need to be woken by releases rather
 // than poll: the release scripts SPUBLISH, waiters SSUBSCRIBE and

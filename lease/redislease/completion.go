@@ -174,7 +174,7 @@ func (s *Store) acquireResume(ctx context.Context, ks keyset, ik, id string, ttl
 	if o.PauseCheck {
 		keys = append(keys, ks.pause(s.prefix))
 	}
-	args := append(baseArgs[:5:5], round, s.historyLast)
+	args := append(baseArgs[:5:5], round, s.historyLast, s.historyMost)
 	sent := s.clock.Now()
 	resp := s.execAcquireWith(ctx, acquireResumeScript, acquireResumeSHA, luascripts.AcquireResume, keys, args)
 	if err := resp.Error(); err != nil {
@@ -261,7 +261,7 @@ func (s *Store) pushGivenUp(ctx context.Context, ks keyset, what string, round i
 	}
 }
 
-// closeArgs returns release_status.lua's extra KEYS[6] and ARGV[4..8] for
+// closeArgs returns release_status.lua's extra KEYS[6] and ARGV[5..9] for
 // a lease acquired with lease.WithAttempts.
 func (s *Store) closeArgs(ks keyset, l *lease.Lease, st fleet.Status) (key string, args []string) {
 	state := "d"
@@ -433,7 +433,7 @@ func (s *Store) GiveUp(ctx context.Context, key string, round int64) (bool, erro
 		return false, opErr(op, "", err)
 	}
 	resp := giveUpScript.Exec(ctx, s.client, []string{ks.data, ks.attempt(s.prefix), ks.history(s.prefix)},
-		[]string{strconv.FormatInt(round, 10), s.historyLast})
+		[]string{strconv.FormatInt(round, 10), s.historyLast, s.historyMost})
 	if err := resp.Error(); err != nil {
 		return false, wrapErr(ctx, op, keyName(ks), err)
 	}

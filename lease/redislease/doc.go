@@ -174,7 +174,7 @@
 // a script calls, so those are granted too (TestStore_ACL runs the whole
 // conformance suite as this user):
 //
-//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels &P:* -@all +evalsha +eval +time +get +set +del +pexpire +incr +incrby +ping +spublish +ssubscribe +sunsubscribe
+//	ACL SETUSER cronguard on >secret resetkeys ~P:* resetchannels &P:* -@all +evalsha +eval +time +get +mget +set +mset +del +pexpire +ping +spublish +ssubscribe +sunsubscribe
 //
 // The channels and the last three commands are for release notifications
 // (above); without them everything works and waiters poll. Add

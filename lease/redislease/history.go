@@ -9,6 +9,13 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
+// historySlack is how many entries a job's history list may hold beyond
+// the store's limit: max(limit/4, 8). The scripts that push on the list
+// trim it back to the limit only when it is longer than limit + slack (one
+// LTRIM in slack + 1 pushes, not one per push), so the list holds at most
+// limit + slack entries, and History reads only the first limit of them.
+func historySlack(limit int) int { return max(limit/4, 8) }
+
 // History returns key's recorded runs, newest first. See fleet.Store.
 //
 // It reads the job's history list with LRANGE and LLEN, pipelined in one
@@ -16,6 +23,9 @@ import (
 // +lrange +llen only); the two are not one atomic read, so a release
 // between them can make total one more than the runs read suggest. The
 // list is in the job's slot, P:history:{G}, written by ReleaseWithStatus.
+// It may hold up to historySlack entries beyond the limit (trimmed in
+// batches): those are never returned nor counted, so a reader sees the
+// store's limit of runs at most, as if each push had trimmed.
 func (s *Store) History(ctx context.Context, key string, offset, limit int) ([]fleet.RunRecord, int, error) {
 	const op = "history"
 	ks, what, err := s.keysForOp(op, key)
@@ -26,13 +36,13 @@ func (s *Store) History(ctx context.Context, key string, offset, limit int) ([]f
 		return nil, 0, opErr(op, what, fmt.Errorf("%w: offset and limit must not be negative, got %d and %d", lease.ErrInvalidArgument, offset, limit))
 	}
 	hk := ks.history(s.prefix)
-	limit = min(limit, s.historyLimit)
-	if limit == 0 || offset >= s.historyLimit {
+	limit = min(limit, s.historyLimit-offset)
+	if limit <= 0 {
 		n, err := s.client.Do(ctx, s.client.B().Llen().Key(hk).Build()).AsInt64()
 		if err != nil {
 			return nil, 0, wrapErr(ctx, op, what, err)
 		}
-		return nil, int(n), nil
+		return nil, min(int(n), s.historyLimit), nil
 	}
 	res := s.client.DoMulti(ctx,
 		s.client.B().Lrange().Key(hk).Start(int64(offset)).Stop(int64(offset+limit-1)).Build(),
@@ -41,12 +51,13 @@ func (s *Store) History(ctx context.Context, key string, offset, limit int) ([]f
 	if err != nil {
 		return nil, 0, wrapErr(ctx, op, what, err)
 	}
-	total, err := res[1].AsInt64()
+	n, err := res[1].AsInt64()
 	if err != nil {
 		return nil, 0, wrapErr(ctx, op, what, err)
 	}
+	total := min(int(n), s.historyLimit)
 	if len(raws) == 0 {
-		return nil, int(total), nil
+		return nil, total, nil
 	}
 	runs := make([]fleet.RunRecord, len(raws))
 	for i, raw := range raws {
@@ -56,5 +67,5 @@ func (s *Store) History(ctx context.Context, key string, offset, limit int) ([]f
 		}
 		runs[i] = r.status().Record()
 	}
-	return runs, int(total), nil
+	return runs, total, nil
 }

@@ -96,10 +96,13 @@ func resolve(opts []Option) (config, error) {
 // WithHistoryLimit sets how many runs of each job the Store keeps in the
 // job's history (fleet.Store.History), from 1 to fleet.MaxHistoryLimit.
 // Default: fleet.DefaultHistoryLimit (100). The history is a list in the
-// job's slot, P:history:{G}, trimmed to the limit by the release that
-// records each run; a run record is about 200 bytes, so 100 runs of 1,000
-// jobs take some 20 MB of Redis memory. Every Store that writes a fleet's
-// history should use the same limit: a release trims to its own.
+// job's slot, P:history:{G}, trimmed by the release that records each
+// run: back to n entries once it holds more than n + max(n/4, 8) (the
+// slack saves a command on most releases), so it holds at most that many;
+// History returns the newest n. A run record is about 200 bytes, so 100
+// runs of 1,000 jobs take some 20 MB of Redis memory, 25 MB at most with
+// the slack. Every Store that writes a fleet's history should use the
+// same limit: a release trims to its own.
 func WithHistoryLimit(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > fleet.MaxHistoryLimit {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
@@ -156,13 +158,18 @@ func BenchmarkScriptCost(b *testing.B) {
 		round += int64(i/len(keys)) + 2
 	})
 	b.Run("SchedulerRunFullHistory", func(b *testing.B) {
-		// SchedulerRun once every job's history holds its limit of runs:
-		// each release's LTRIM then drops the oldest.
+		// SchedulerRun once every job's history is full: key i holds the
+		// limit of runs plus i mod (slack + 1), the lengths a list takes in
+		// turn between two trims, so that one release in slack + 1 trims
+		// (back to the limit), the steady state of jobs that have run
+		// long enough.
 		entry := `{"occurrence":1700000000000,"owner":"replica-1/job","replica":"replica-1","attempt":1,"fence":1,"startedAt":1700000000000,"durationMs":1500,"outcome":"succeeded"}`
-		for _, key := range keys {
+		slack := historySlack(st.historyLimit)
+		for i, key := range keys {
 			ks, err := keysFor(st.prefix, key)
 			must(err)
-			entries := make([]string, st.historyLimit)
+			must(c.Do(ctx, c.B().Del().Key(ks.history(st.prefix)).Build()).Error())
+			entries := make([]string, st.historyLimit+i%(slack+1))
 			for j := range entries {
 				entries[j] = entry
 			}
@@ -240,6 +247,197 @@ func BenchmarkScriptCost(b *testing.B) {
 			_, err := l.Extend(ctx, ttl)
 			must(err)
 		})
+	})
+}
+
+// TestStore_ScriptCost_Commands counts, with INFO commandstats, the Redis
+// commands each operation of a scheduled run costs: its EVALSHA and every
+// command the script runs (pipelined index commands included), one
+// operation at a time on a server of its own. These are what the
+// scripts are written to: a won round acquire is TIME, MGET (record, fence
+// counter, round record, pause), MSET (fence counter, round record), SET
+// record, SET index; a lost one TIME and MGET; a release with status GET,
+// DEL, SET status, LPUSH history, SPUBLISH, LLEN, and LTRIM only once the
+// history holds more than its limit plus slack.
+func TestStore_ScriptCost_Commands(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client
+	ctx := t.Context()
+	st := srv.store(t, WithHistoryLimit(4)) // a slack of 8: one release in 9 trims
+	const ttl = time.Minute
+	var round int64 = 1_700_000_000_000
+	nextRound := func() int64 { round += 1000; return round }
+	status := func(l *lease.Lease, ck fleet.CloseKind) fleet.Status {
+		return fleet.Status{Occurrence: time.UnixMilli(l.Round), Owner: l.Owner, Replica: "r1", Attempt: max(l.Attempt, 1),
+			Fence: l.Fence, Started: l.AcquiredAt, Outcome: fleet.OutcomeSucceeded, Close: ck}
+	}
+	// count runs op once between a reset of the statistics and their read,
+	// and returns the commands it cost, by name.
+	count := func(t *testing.T, op func()) (int64, map[string]int64) {
+		t.Helper()
+		require.NoError(t, c.Do(ctx, c.B().ConfigResetstat().Build()).Error())
+		op()
+		stats, err := commandStats(ctx, c)
+		require.NoError(t, err)
+		var n int64
+		calls := map[string]int64{}
+		for name, s := range stats {
+			switch name {
+			case "config|resetstat", "info", "ping", "hello", "client|setinfo":
+				continue // the measurement itself, and a client's keep-alive and reconnection
+			}
+			n += s.calls
+			calls[name] = s.calls
+		}
+		return n, calls
+	}
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		require.NoError(t, err)
+	}
+	// Load every script and run the store's first-acquire check once.
+	warm, err := st.Acquire(ctx, "job:warm", ttl, lease.WithRound(nextRound()), lease.WithPauseCheck(),
+		lease.WithAttempts(lease.Attempts{Max: 3, Deadline: time.Now().Add(time.Hour)}))
+	must(t, err)
+	_, err = st.ReleaseWithStatus(ctx, warm, status(warm, fleet.CloseOpen))
+	must(t, err)
+	w2, err := st.Acquire(ctx, "job:warm", ttl, lease.WithResume(warm.Round), lease.WithPauseCheck())
+	must(t, err)
+	must(t, w2.Release(ctx))
+	_, err = st.AddTrigger(ctx, "job:warm", "test", time.Minute)
+	must(t, err)
+	w3, err := st.Acquire(ctx, "job:warm", ttl, lease.WithTrigger(), lease.WithPauseCheck())
+	must(t, err)
+	_, err = st.ReleaseWithStatus(ctx, w3, status(w3, fleet.CloseDone))
+	must(t, err)
+	p, err := st.Acquire(ctx, "job:warm", ttl)
+	must(t, err)
+	must(t, st.Release(ctx, p.ID))
+
+	t.Run("RoundAcquire", func(t *testing.T) {
+		for name, opts := range map[string][]lease.AcquireOption{
+			"PauseCheck": {lease.WithPauseCheck()},
+			"NoPause":    nil,
+		} {
+			var l *lease.Lease
+			n, calls := count(t, func() {
+				var err error
+				l, err = st.Acquire(ctx, "job:round-"+name, ttl, append(opts, lease.WithRound(nextRound()))...)
+				must(t, err)
+			})
+			assert.EqualValues(t, 6, n, "%s: EVALSHA, TIME, MGET, MSET, SET, SET: %v", name, calls)
+			assert.EqualValues(t, 1, calls["mget"], name)
+			assert.EqualValues(t, 1, calls["mset"], name)
+			for _, gone := range []string{"exists", "incr", "incrby"} {
+				assert.Zero(t, calls[gone], "%s: no %s", name, gone)
+			}
+
+			// A replica that lost the race: the round is claimed and
+			// the key held.
+			n, calls = count(t, func() {
+				_, err := st.Acquire(ctx, "job:round-"+name, ttl, append(opts, lease.WithRound(l.Round))...)
+				require.ErrorIs(t, err, lease.ErrRoundClaimed)
+			})
+			assert.EqualValues(t, 3, n, "%s lost: EVALSHA, TIME, MGET: %v", name, calls)
+			// An overlap: a newer round while the key is held.
+			n, calls = count(t, func() {
+				_, err := st.Acquire(ctx, "job:round-"+name, ttl, append(opts, lease.WithRound(nextRound()))...)
+				var locked *lease.LockedError
+				require.ErrorAs(t, err, &locked)
+			})
+			assert.EqualValues(t, 3, n, "%s overlap: EVALSHA, TIME, MGET: %v", name, calls)
+			must(t, l.Release(ctx))
+		}
+	})
+
+	t.Run("PlainAcquire", func(t *testing.T) {
+		var l *lease.Lease
+		n, calls := count(t, func() {
+			var err error
+			l, err = st.Acquire(ctx, "job:plain", ttl)
+			must(t, err)
+		})
+		assert.EqualValues(t, 6, n, "EVALSHA, TIME, MGET, SET fence, SET, SET: %v", calls)
+		n, calls = count(t, func() { must(t, l.Release(ctx)) })
+		assert.EqualValues(t, 4, n, "EVALSHA, GET, DEL, SPUBLISH: %v", calls)
+	})
+
+	t.Run("Paused", func(t *testing.T) {
+		must(t, st.SetPause(ctx, "job:paused", fleet.Pause{By: "test"}))
+		r := nextRound()
+		n, calls := count(t, func() {
+			_, err := st.Acquire(ctx, "job:paused", ttl, lease.WithRound(r), lease.WithPauseCheck())
+			require.ErrorIs(t, err, lease.ErrPaused)
+		})
+		assert.EqualValues(t, 4, n, "EVALSHA, TIME, MGET, SET round: %v", calls)
+		n, calls = count(t, func() {
+			_, err := st.Acquire(ctx, "job:paused", ttl, lease.WithRound(r), lease.WithPauseCheck())
+			require.ErrorIs(t, err, lease.ErrPaused)
+		})
+		assert.EqualValues(t, 3, n, "the round already recorded: EVALSHA, TIME, MGET: %v", calls)
+	})
+
+	t.Run("ScheduledRun", func(t *testing.T) {
+		// A run the scheduler wins, end to end: the acquire with round and
+		// pause check, the release with status; the history trims once
+		// it holds more than limit + slack = 12 runs, back to 4.
+		most := st.HistoryLimit() + historySlack(st.HistoryLimit())
+		for i := range most + 2 {
+			var l *lease.Lease
+			acq, acqCalls := count(t, func() {
+				var err error
+				l, err = st.Acquire(ctx, "job:run", ttl, lease.WithRound(nextRound()), lease.WithPauseCheck())
+				must(t, err)
+			})
+			rel, relCalls := count(t, func() {
+				_, err := st.ReleaseWithStatus(ctx, l, status(l, fleet.CloseDone))
+				must(t, err)
+			})
+			assert.EqualValues(t, 6, acq, "run %d: acquire: %v", i+1, acqCalls)
+			if i+1 == most+1 {
+				assert.EqualValues(t, 8, rel, "run %d: the release that trims: %v", i+1, relCalls)
+				assert.EqualValues(t, 1, relCalls["ltrim"])
+			} else {
+				assert.EqualValues(t, 7, rel, "run %d: EVALSHA, GET, DEL, SET, LPUSH, SPUBLISH, LLEN: %v", i+1, relCalls)
+				assert.Zero(t, relCalls["ltrim"], "run %d", i+1)
+			}
+			assert.LessOrEqual(t, acq+rel, int64(14), "run %d: a scheduled run costs 14 commands at most", i+1)
+		}
+	})
+
+	t.Run("Attempts", func(t *testing.T) {
+		a := lease.Attempts{Max: 3, Deadline: time.Now().Add(time.Hour)}
+		var l *lease.Lease
+		n, calls := count(t, func() {
+			var err error
+			l, err = st.Acquire(ctx, "job:attempts", ttl, lease.WithRound(nextRound()), lease.WithPauseCheck(), lease.WithAttempts(a))
+			must(t, err)
+		})
+		assert.EqualValues(t, 6, n, "the completion record rides in the MGET and the MSET: %v", calls)
+		n, calls = count(t, func() {
+			_, err := st.ReleaseWithStatus(ctx, l, status(l, fleet.CloseOpen))
+			must(t, err)
+		})
+		assert.EqualValues(t, 10, n, "EVALSHA, GET, DEL, SET, TIME, LPUSH, SET record, SPUBLISH, LLEN; ZADD beside it: %v", calls)
+		n, calls = count(t, func() {
+			l, err = st.Acquire(ctx, "job:attempts", ttl, lease.WithResume(l.Round), lease.WithPauseCheck())
+			must(t, err)
+		})
+		assert.EqualValues(t, 6, n, "resume: EVALSHA, TIME, MGET, MSET, SET, SET: %v", calls)
+		must(t, l.Release(ctx))
+	})
+
+	t.Run("Trigger", func(t *testing.T) {
+		_, err := st.AddTrigger(ctx, "job:trigger", "test", time.Minute)
+		must(t, err)
+		var l *lease.Lease
+		n, calls := count(t, func() {
+			var err error
+			l, err = st.Acquire(ctx, "job:trigger", ttl, lease.WithTrigger(), lease.WithPauseCheck())
+			must(t, err)
+		})
+		assert.EqualValues(t, 7, n, "EVALSHA, TIME, MGET, LPOP, MSET, SET, SET: %v", calls)
+		must(t, l.Release(ctx))
 	})
 }
 

@@ -52,7 +52,7 @@ type statusRecord struct {
 
 // ReleaseWithStatus releases l as ReleaseLease does and, when l still held
 // its key, records st as the key's last run and pushes it on the key's
-// history (trimmed to WithHistoryLimit) in the same script. It returns
+// history (trimmed with slack, see WithHistoryLimit) in the same script. It returns
 // how many triggers wait for the key. See fleet.Store. st.Error is
 // sanitized (fleet.SanitizeError) before it is stored.
 func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.Status) (int, error) {
@@ -88,7 +88,7 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 		return 0, internalErr(op, leaseName(l.ID), err)
 	}
 	keys := []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)}
-	args := []string{head, string(raw), s.historyLast}
+	args := []string{head, string(raw), s.historyLast, s.historyMost}
 	withAttempts := l.Attempts.Max > 0 && l.Round > 0
 	var resp rueidis.RedisResult
 	if withAttempts {

@@ -89,6 +89,7 @@ type Store struct {
 
 	historyLimit int    // WithHistoryLimit
 	historyLast  string // historyLimit-1, the last index LTRIM keeps
+	historyMost  string // historyLimit+historySlack(historyLimit): a longer list is trimmed
 
 	preflightOnce sync.Once // preflight.go, on the first acquire
 }
@@ -118,6 +119,7 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 
 		historyLimit: c.historyLimit,
 		historyLast:  strconv.Itoa(c.historyLimit - 1),
+		historyMost:  strconv.Itoa(c.historyLimit + historySlack(c.historyLimit)),
 	}, nil
 }
 
