@@ -21,6 +21,7 @@ type releaseCall struct {
 	i            int // the entry of the batch
 	keys, args   []string
 	withAttempts bool
+	alone        bool // answered by a release by ID instead (releaseCall)
 }
 
 // ReleaseWithStatusBatch sends the releases of leases in one pipeline
@@ -39,7 +40,7 @@ func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Leas
 	cmds := make(rueidis.Commands, 0, len(leases))
 	at := make([]int, 0, len(leases)) // at[k]: the command of calls[k] in cmds
 	for i, l := range leases {
-		c, ok := s.releaseCall(i, l, sts[i])
+		c, ok := s.batchable(i, l, sts[i])
 		if !ok {
 			triggers[i], errs[i] = s.ReleaseWithStatus(ctx, l, sts[i])
 			continue
@@ -87,20 +88,29 @@ func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Leas
 	}
 }
 
-// releaseCall prepares entry i's release of l with st, and reports false
-// when ReleaseWithStatus must answer it alone: an invalid entry, or a lease
-// whose ID or key this store cannot have issued.
-func (s *Store) releaseCall(i int, l *lease.Lease, st fleet.Status) (releaseCall, bool) {
+// batchable returns entry i's call, or false when ReleaseWithStatus must
+// answer it on its own: an invalid entry (its error), or one releaseCall
+// leaves to a release by ID.
+func (s *Store) batchable(i int, l *lease.Lease, st fleet.Status) (releaseCall, bool) {
 	if l == nil || validateClose(st) != nil {
 		return releaseCall{}, false
 	}
+	c, err := s.releaseCall(i, l, st)
+	return c, err == nil && !c.alone
+}
+
+// releaseCall prepares entry i's release of l with st: release_status.lua's
+// keys and arguments, the same for a batch as for ReleaseWithStatus. alone
+// says that a plain release by ID must answer it instead: a lease whose ID
+// or key this store cannot have issued.
+func (s *Store) releaseCall(i int, l *lease.Lease, st fleet.Status) (releaseCall, error) {
 	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
 	if !ok {
-		return releaseCall{}, false
+		return releaseCall{i: i, alone: true}, nil
 	}
 	ks, err := keysFor(s.prefix, l.Key)
 	if err != nil {
-		return releaseCall{}, false
+		return releaseCall{i: i, alone: true}, nil
 	}
 	raw, err := json.Marshal(statusRecord{
 		Occurrence: st.Occurrence.UnixMilli(),
@@ -116,19 +126,19 @@ func (s *Store) releaseCall(i int, l *lease.Lease, st fleet.Status) (releaseCall
 		Missed:     st.Missed,
 	})
 	if err != nil {
-		return releaseCall{}, false
+		return releaseCall{}, err
 	}
 	c := releaseCall{
 		i:            i,
 		keys:         []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)},
-		args:         []string{head, string(raw), s.historyLast},
+		args:         []string{head, string(raw), s.historyLast, s.historyMost},
 		withAttempts: l.Attempts.Max > 0 && l.Round > 0,
 	}
 	if c.withAttempts {
 		key, more := s.closeArgs(ks, l, st)
 		c.keys, c.args = append(c.keys, key), append(c.args, more...)
 	}
-	return c, true
+	return c, nil
 }
 
 // appendRelease appends c's script call (EVALSHA sha, or EVAL src when sha

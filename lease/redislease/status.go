@@ -63,57 +63,20 @@ func (s *Store) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.
 	if err := validateClose(st); err != nil {
 		return 0, opErr(op, "", err)
 	}
-	data, index, head, ok := heldKeys(s.prefix, l.Key, l.ID)
-	if !ok {
-		return 0, s.Release(ctx, l.ID)
-	}
-	ks, err := keysFor(s.prefix, l.Key)
-	if err != nil {
-		return 0, s.Release(ctx, l.ID)
-	}
-	raw, err := json.Marshal(statusRecord{
-		Occurrence: st.Occurrence.UnixMilli(),
-		Owner:      st.Owner,
-		Replica:    st.Replica,
-		Attempt:    st.Attempt,
-		Fence:      uint64(st.Fence),
-		StartedAt:  st.Started.UnixMilli(),
-		DurationMs: st.Duration.Milliseconds(),
-		Outcome:    st.Outcome,
-		Error:      fleet.SanitizeError(st.Error),
-		Trigger:    st.Trigger,
-		Missed:     st.Missed,
-	})
+	c, err := s.releaseCall(0, l, st)
 	if err != nil {
 		return 0, internalErr(op, leaseName(l.ID), err)
 	}
-	keys := []string{data, index, ks.status(s.prefix), ks.trigger(s.prefix), ks.history(s.prefix)}
-	args := []string{head, string(raw), s.historyLast, s.historyMost}
-	withAttempts := l.Attempts.Max > 0 && l.Round > 0
-	var resp rueidis.RedisResult
-	if withAttempts {
-		key, more := s.closeArgs(ks, l, st)
-		resp = s.execWithIndex(ctx, releaseStatusSHA, luascripts.ReleaseStatus, append(keys, key), append(args, more...), func() rueidis.Completed { return s.indexCmd(l, st) })
-	} else {
-		resp = releaseStatusScript.Exec(ctx, s.client, keys, args)
-	}
-	if err := resp.Error(); err != nil {
-		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
-	}
-	r, err := intsReply(resp)
-	if err != nil || r.n != 2 {
-		return 0, internalErr(op, leaseName(l.ID), fmt.Errorf("%w: %v", errBadReply, r.v[:r.n]))
-	}
-	switch r.v[0] {
-	case codeDone:
-		return int(r.v[1]), nil
-	case codeElsewhere:
+	if c.alone {
 		return 0, s.Release(ctx, l.ID)
 	}
-	if withAttempts {
-		s.reindex(ctx, l)
+	var resp rueidis.RedisResult
+	if c.withAttempts {
+		resp = s.execWithIndex(ctx, releaseStatusSHA, luascripts.ReleaseStatus, c.keys, c.args, func() rueidis.Completed { return s.indexCmd(l, st) })
+	} else {
+		resp = releaseStatusScript.Exec(ctx, s.client, c.keys, c.args)
 	}
-	return 0, notHeldCode(op, l.ID, r.v[0])
+	return s.releaseAnswer(ctx, l, c.withAttempts, resp)
 }
 
 // LastStatus returns the last run recorded for key, and false if none.
