@@ -339,3 +339,12 @@ const (
 	// MaxReplicaIDBytes is the longest replica ID accepted, in bytes.
 	MaxReplicaIDBytes = 256
 )
+
+// ServerClock is an optional interface of a Store whose operations are
+// timed by a clock of its own (a Redis server's TIME): the scheduler reads
+// it to measure its clock's offset from the store's, which it publishes in
+// its registry entry (Replica.ClockOffset).
+type ServerClock interface {
+	// ServerTime returns the store's current time.
+	ServerTime(ctx context.Context) (time.Time, error)
+}

@@ -44,6 +44,27 @@ func TestScheduler_Resume_DetectionIsConstant(t *testing.T) {
 		})
 		clock.Advance(resumePoll) // a first period loads the script on each replica's connection
 		waitUntilHolds(t, "a first period", func() bool { return callsByCommand(t, admin)["zrangebyscore"] >= replicas })
+		// Once it has other replicas in view, a replica samples its clock's
+		// offset at each period and publishes it once (offset.go): periods
+		// go by until one publishes nothing (the fleet's generation stays),
+		// so that the measured ones are the steady state.
+		generation := func() string {
+			v, _ := admin.Do(t.Context(), admin.B().Get().Key("cronguard:fleet:{fleet}:generation").Build()).ToString()
+			return v
+		}
+		polled := int64(replicas)
+		last := generation()
+		for period := 0; ; period++ {
+			require.Less(t, period, 20, "a period in which no replica publishes")
+			clock.Advance(resumePoll)
+			polled += replicas
+			waitUntilHolds(t, "the period's polls", func() bool { return callsByCommand(t, admin)["zrangebyscore"] >= polled })
+			now := generation()
+			if now == last {
+				break
+			}
+			last = now
+		}
 		require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
 		for i := int64(1); i <= periods; i++ {
 			clock.Advance(resumePoll)

@@ -165,11 +165,16 @@ func (cp *controlPlane) run() {
 			cp.lookForTriggers()
 		case <-poll.Chan():
 			cp.lookForOpen()
-			if cp.offsetSent || !cp.measureOffset() {
+			if cp.offsetSent || !cp.s.view.Load().others() {
 				continue // neither publishes nor subscribes: that waits for the refresh
+			}
+			cp.sampleOffset()
+			if !cp.measureOffset() {
+				continue
 			}
 			publish = true // the first measure of the clock's offset: publish it at once
 		case <-ticker.Chan():
+			cp.sampleOffset()
 			if cp.measureOffset() {
 				publish = true
 			}
@@ -203,14 +208,38 @@ func (cp *controlPlane) run() {
 	}
 }
 
+// sampleOffset asks a store that is a fleet.ServerClock for its time: one
+// sample of the clock offset (offset.go) whatever this replica acquires. A
+// replica whose clock runs far behind may never win an acquire to sample
+// it from: its backups claim its occurrences before it fires.
+func (cp *controlPlane) sampleOffset() {
+	sc, ok := cp.store.(fleet.ServerClock)
+	if !ok {
+		return
+	}
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	clock := cp.s.cfg.clock
+	sent := clock.Now()
+	t, err := sc.ServerTime(ctx)
+	if err != nil {
+		cp.s.log.Debug("could not read the store's time", slog.Any("error", err))
+		return
+	}
+	cp.s.offset.observe(sent, clock.Now(), t)
+}
+
 // measureOffset takes the clock offset measured since it was last called
 // (offset.go) and reports whether the entry should be published again
 // for it: the first measure, or one that moved more than offsetRepublish
 // from the published one. Only replicas that back one another up read
 // it: a replica alone in its view does not publish it.
 func (cp *controlPlane) measureOffset() bool {
+	if !cp.s.view.Load().others() {
+		return false // the samples wait for the first view with other replicas
+	}
 	off, ok := cp.s.offset.take()
-	if !ok || !cp.s.view.Load().others() || cp.offsetMeasured && !republish(cp.offset, off) {
+	if !ok || cp.offsetMeasured && !republish(cp.offset, off) {
 		return false
 	}
 	cp.offset, cp.offsetMeasured = off, true
