@@ -74,7 +74,7 @@ func TestCLI_LiveFleet(t *testing.T) {
 		require.Len(t, ls, 4, r.stdout)
 		assert.Regexp(t, `^REPLICA\s+VERSION\s+STARTED\s+REFRESH\s+ENTRY EXPIRES\s+JOBS$`, ls[0])
 		for i, id := range ids {
-			assert.Regexp(t, `^`+id+`\s+devel\s+\d\d:\d\d:\d\d \([0-9.]+m?s ago\)\s+200ms\s+\d\d:\d\d:\d\d\s+4: report, tick, rebuild, flaky$`, ls[i+1])
+			assert.Regexp(t, `^`+id+`\s+devel\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \([0-9.]+m?s ago\)\s+200ms\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d\s+4: report, tick, rebuild, flaky$`, ls[i+1])
 		}
 
 		r = f.cli(t, "replicas", "--json")
@@ -97,9 +97,9 @@ func TestCLI_LiveFleet(t *testing.T) {
 		ls := lines(r.stdout)
 		require.Len(t, ls, 5, r.stdout)
 		assert.Regexp(t, `^JOB\s+SCHEDULE\s+REPLICAS\s+RUNNING ON\s+LAST RUN\s+NEXT\s+NOTES$`, ls[0])
-		assert.Regexp(t, `^flaky\s+every\(1h0m0s\)\s+3\s+-\s+-\s+\d\d:\d\d:\d\d \(in (\d+m\d\ds|[0-9.]+m?s)\)$`, ls[1])
-		assert.Regexp(t, `^rebuild\s+every\(2s\)\s+3\s+`+running.Replica+` \([0-9.]+m?s left\)\s+-\s+\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, ls[2])
-		assert.Regexp(t, `^report\s+cron\("\*/2 \* \* \* \* \*"\)\s+3\s+(-|replica-\d \([0-9.]+m?s left\))\s+succeeded in \d+ms, [0-9.]+m?s ago\s+\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, ls[3])
+		assert.Regexp(t, `^flaky\s+every\(1h0m0s\)\s+3\s+-\s+-\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(in (\d+m\d\ds|[0-9.]+m?s)\)$`, ls[1])
+		assert.Regexp(t, `^rebuild\s+every\(2s\)\s+3\s+`+running.Replica+` \([0-9.]+m?s left\)\s+-\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, ls[2])
+		assert.Regexp(t, `^report\s+cron\("\*/2 \* \* \* \* \*"\)\s+3\s+(-|replica-\d \([0-9.]+m?s left\))\s+succeeded in \d+ms, [0-9.]+m?s ago\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, ls[3])
 		assert.Regexp(t, `^tick\s+every\(1s\)\s+3\s+`, ls[4])
 
 		r = f.cli(t, "jobs", "--json")
@@ -148,10 +148,10 @@ func TestCLI_LiveFleet(t *testing.T) {
 		assert.Equal(t, "replicas:         3: replica-1, replica-2, replica-3", lineOf(t, r.stdout, "replicas:"))
 		assert.Regexp(t, fmt.Sprintf(`^running on:\s+%s \(holder %s/rebuild\), fence %d$`, running.Replica, running.Replica, running.Fence),
 			lineOf(t, r.stdout, "running on:"))
-		assert.Regexp(t, `^\s+since \d\d:\d\d:\d\d \([0-9.]+m?s ago\), [0-9.]+m?s left on its lease$`, lines(r.stdout)[5])
-		assert.Regexp(t, `^last occurrence:\s+\d\d:\d\d:\d\d \([0-9.]+m?s ago\)$`, lineOf(t, r.stdout, "last occurrence:"))
+		assert.Regexp(t, `^\s+since (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \([0-9.]+m?s ago\), [0-9.]+m?s left on its lease$`, lines(r.stdout)[5])
+		assert.Regexp(t, `^last occurrence:\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \([0-9.]+m?s ago\)$`, lineOf(t, r.stdout, "last occurrence:"))
 		assert.Equal(t, "paused:           no", lineOf(t, r.stdout, "paused:"))
-		assert.Regexp(t, `^next:\s+\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, lineOf(t, r.stdout, "next:"))
+		assert.Regexp(t, `^next:\s+(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(in [0-9.]+m?s\)$`, lineOf(t, r.stdout, "next:"))
 		assert.Regexp(t, `^store time:\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`, lineOf(t, r.stdout, "store time:"))
 
 		r = f.cli(t, "--json", "job", "rebuild")
@@ -194,7 +194,7 @@ func TestCLI_LiveFleet(t *testing.T) {
 
 		r = f.cli(t, "resume", "report")
 		require.Equal(t, exitOK, r.code, r.stderr)
-		assert.Regexp(t, `^resumed report; the occurrences skipped while it was paused are not run; next occurrence \d\d:\d\d:\d\d \(in [0-9.]+m?s\)\n$`, r.stdout)
+		assert.Regexp(t, `^resumed report; the occurrences skipped while it was paused are not run; next occurrence (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(in [0-9.]+m?s\)\n$`, r.stdout)
 		r = f.cli(t, "resume", "report")
 		require.Equal(t, exitOK, r.code)
 		assert.Equal(t, "report was not paused\n", r.stdout)
@@ -221,7 +221,7 @@ func TestCLI_LiveFleet(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		ls := lines(r.stdout)
 		require.Len(t, ls, 2, r.stdout)
-		assert.Regexp(t, `^triggered tick: trigger \S{16} by `+testBy+`, queued until \d\d:\d\d:\d\d \(1m00s\)$`, ls[0])
+		assert.Regexp(t, `^triggered tick: trigger \S{16} by `+testBy+`, queued until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d \(1m00s\)$`, ls[0])
 		assert.Regexp(t, `^tick ran on replica-\d: succeeded in \d+ms$`, ls[1])
 
 		r = f.cli(t, "trigger", "flaky", "--wait", "--by", "alice")
@@ -270,7 +270,7 @@ func TestCLI_LiveFleet(t *testing.T) {
 	t.Run("release", func(t *testing.T) {
 		r := f.cli(t, "release", "rebuild", "--force", "--by", "alice")
 		require.Equal(t, exitOK, r.code, r.stderr)
-		assert.Regexp(t, fmt.Sprintf(`^force-released the lease of rebuild held by %s/rebuild \(fence %d, acquired \d\d:\d\d:\d\d\)\n`, running.Replica, running.Fence), r.stdout)
+		assert.Regexp(t, fmt.Sprintf(`^force-released the lease of rebuild held by %s/rebuild \(fence %d, acquired (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d\)\n`, running.Replica, running.Fence), r.stdout)
 		assert.Contains(t, r.stdout, "only fenced writes are safe from it")
 
 		// A lease taken here, as a stuck holder's would be.

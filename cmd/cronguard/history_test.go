@@ -66,7 +66,7 @@ func TestCLI_History(t *testing.T) {
 		assert.Regexp(t, `^OCCURRENCE\s+ATTEMPT\s+REPLICA\s+STARTED\s+ENDED\s+TOOK\s+OUTCOME\s+MISSED\s+FENCE\s+ERROR$`, ls[0])
 		const ts = `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`
 		newest := leases[24]
-		assert.Regexp(t, `^`+ts+`\s+1\s+replica-9\s+(`+ts+`|\d\d:\d\d:\d\d)\s+(`+ts+`|\d\d:\d\d:\d\d)\s+1\.5s\s+succeeded\s+0\s+`+fmt.Sprint(uint64(newest.Fence))+`$`, ls[1])
+		assert.Regexp(t, `^`+ts+`\s+1\s+replica-9\s+(`+ts+`|(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)\s+(`+ts+`|(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d)\s+1\.5s\s+succeeded\s+0\s+`+fmt.Sprint(uint64(newest.Fence))+`$`, ls[1])
 		assert.Regexp(t, `\s+failed\s+2\s+`+fmt.Sprint(uint64(leases[23].Fence))+`\s+run 23: dial postgres://\*\*\*@db/x: refused$`, ls[2])
 		assert.Equal(t, "runs 1-20 of 25, newest first; older: cronguard history quiet --offset 20", ls[21])
 
