@@ -19,16 +19,22 @@ import (
 
 // slowStore claims one key at a time, each acquire taking perAcquire: a
 // first choice that works through a firing group's claims slower than
-// its backup's grace.
+// its backup's grace. The turn is a channel, not a mutex: a goroutine
+// waiting on a mutex is not durably blocked, and the bubble's clock would
+// not advance past the holder's sleep.
 type slowStore struct {
 	*memory.Store
 	perAcquire time.Duration
-	mu         sync.Mutex
+	turn       chan struct{} // capacity 1
+}
+
+func newSlowStore(store *memory.Store, perAcquire time.Duration) *slowStore {
+	return &slowStore{Store: store, perAcquire: perAcquire, turn: make(chan struct{}, 1)}
 }
 
 func (s *slowStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.turn <- struct{}{}
+	defer func() { <-s.turn }()
 	time.Sleep(s.perAcquire)
 	return s.Store.Acquire(ctx, key, ttl, opts...)
 }
@@ -81,7 +87,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
 		for _, id := range ids {
 			var st lease.Store = store
 			if id == "a" {
-				st = &slowStore{Store: store, perAcquire: 40 * time.Millisecond}
+				st = newSlowStore(store, 40*time.Millisecond)
 			}
 			s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
 			for k := range keys {
