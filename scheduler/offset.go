@@ -13,12 +13,14 @@ import (
 // (fleet.Replica.ClockOffset), and a backup adds to its grace how far its
 // clock runs ahead of its first choice's (backupDelay).
 //
-// The measure costs no call: every acquire the replica sends answers with
-// the store's time of the acquire (lease.Lease.AcquiredAt). Sent at s and
-// answered at r on the scheduler's clock, the store's time lies between
-// them, so the offset is the midpoint minus it, give or take half the
-// round trip. Of the samples of a refresh period, the one with the
-// shortest round trip is kept, as NTP does.
+// The samples are the replica's acquires, whose answers carry the store's
+// time of the acquire (lease.Lease.AcquiredAt), and, with a store that is
+// a fleet.ServerClock, one read of the store's time per registry refresh
+// (and per second until the first publish): a replica far behind may
+// never win an acquire. Sent at s and answered at r on the scheduler's
+// clock, the store's time lies between them, so the offset is the
+// midpoint minus it, give or take half the round trip. Of the samples of
+// a period, the one with the shortest round trip is kept, as NTP does.
 
 // offsetRepublish is how far the measured offset may move from the
 // published one before the replica publishes its entry again.
