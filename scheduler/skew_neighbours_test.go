@@ -50,7 +50,10 @@ func requireEachOnce(t *testing.T, ms []int64, from, to time.Time, want []int64)
 // Five replicas on the Redis store (miniredis in a synctest bubble), one of
 // them 2s ahead: on a schedule with uneven gaps every occurrence runs
 // exactly once, and the fast replica is refused, since 2s exceeds half the
-// 1s gap on one side of every round.
+// 1s gap on one side of every round. The replicas race (no control plane),
+// so that the fast one claims every occurrence early: with the preferred
+// replica it claims only those it is the first choice of, and as a backup
+// it waits for its first choice's clock (backup_test.go).
 func TestScheduler_Run_SkewBoundProtectsBothNeighbours(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newBubbleMiniredis(t)
@@ -62,7 +65,7 @@ func TestScheduler_Run_SkewBoundProtectsBothNeighbours(t *testing.T) {
 			store, err := redislease.New(newBubbleClient(t, m))
 			require.NoError(t, err)
 			s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
-				WithClock(skewedClock{clockwork.NewRealClock(), off}))
+				WithClock(skewedClock{clockwork.NewRealClock(), off}), WithoutControlPlane())
 			require.NoError(t, s.Register("uneven", Cron(unevenCron), occ.record))
 			replicas = append(replicas, s)
 		}
@@ -105,7 +108,7 @@ func TestScheduler_Run_SkewBoundProtectsBothNeighboursOnRealRedis(t *testing.T) 
 		store, err := redislease.New(srv.Client(t))
 		require.NoError(t, err)
 		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)),
-			WithClock(skewedClock{clockwork.NewRealClock(), off}))
+			WithClock(skewedClock{clockwork.NewRealClock(), off}), WithoutControlPlane())
 		require.NoError(t, s.Register("uneven", Cron(unevenCron), occ.record, WithTTL(time.Second)))
 		replicas = append(replicas, s)
 	}
