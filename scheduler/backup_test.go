@@ -69,6 +69,21 @@ func (r *ranBy) record(ctx context.Context) error {
 	return nil
 }
 
+// runFor starts scheds half a second into the bubble, lets them run for d
+// and shuts them down.
+func runFor(t *testing.T, scheds []*Scheduler, d time.Duration) {
+	t.Helper()
+	time.Sleep(500 * time.Millisecond)
+	for _, s := range scheds {
+		require.NoError(t, s.Start())
+	}
+	time.Sleep(d)
+	for _, s := range scheds {
+		shutdown(t, s)
+	}
+	synctest.Wait()
+}
+
 // A backup waits for a first choice that it sees claiming: replica a
 // claims its first-choice jobs one at a time, 40ms each, so its last claims
 // of a firing come after the backup's grace; b sees some of a's rounds
@@ -96,15 +111,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
 			setView(s, ids, keys...)
 			scheds = append(scheds, s)
 		}
-		time.Sleep(500 * time.Millisecond)
-		for _, s := range scheds {
-			require.NoError(t, s.Start())
-		}
-		time.Sleep(10 * time.Second)
-		for _, s := range scheds {
-			shutdown(t, s)
-		}
-		synctest.Wait()
+		runFor(t, scheds, 10*time.Second)
 
 		view := scheds[1].view.Load()
 		late := 0 // a's claims that came after b's grace
@@ -158,15 +165,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceWhoseClockIsBehind(t *testing.T) {
 			s.view.Store(newFleetView(id, replicas, mine))
 			scheds = append(scheds, s)
 		}
-		time.Sleep(500 * time.Millisecond)
-		for _, s := range scheds {
-			require.NoError(t, s.Start())
-		}
-		time.Sleep(10 * time.Second)
-		for _, s := range scheds {
-			shutdown(t, s)
-		}
-		synctest.Wait()
+		runFor(t, scheds, 10*time.Second)
 
 		view := scheds[1].view.Load()
 		first := map[string]int{}
