@@ -74,10 +74,18 @@ type backupTask struct {
 func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{}, 1)} }
 
 // add queues t, due after the backup's wait for choice ch from now;
-// after Shutdown it answers t errClaimStopped.
+// after Shutdown it answers t errClaimStopped. Only a scheduled firing
+// waits for the first choice's clock: each replica fires it when its own
+// clock reaches the occurrence. A trigger or a resumed attempt reaches
+// every replica at the same moment, whatever its clock, and waits the
+// grace alone.
 func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
 	now := s.cfg.clock.Now()
-	due := now.Add(ch.backupWait())
+	wait := BackupGrace
+	if t.f.kind == firedBySchedule {
+		wait = ch.backupWait()
+	}
+	due := now.Add(wait)
 	q.put(backupTask{t: t, due: due, until: due.Add(max(t.f.maxSkew()-BackupGrace, 0)), first: ch.firstID()})
 }
 
