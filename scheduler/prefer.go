@@ -52,9 +52,10 @@ import (
 // the trigger itself) is still there to take.
 
 // BackupGrace is how long a backup waits after its firing before it
-// claims an occurrence its first choice has not claimed, plus how far the
-// backup's clock runs ahead of the first choice's (offset.go; the clocks'
-// offsets from the store, as the registry entries give them). A first
+// claims an occurrence its first choice has not claimed, plus, for a
+// scheduled firing, how far the backup's clock runs ahead of the first
+// choice's (offset.go; the clocks' offsets from the store, as the registry
+// entries give them). A first
 // choice that is stalled or gone costs its occurrences this much
 // lateness. It should exceed a claim's round trip and the error of the
 // offsets: a backup that looks earlier claims first (the run is still
