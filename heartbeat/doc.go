@@ -13,9 +13,7 @@
 //
 // # How it works
 //
-// A goroutine extends the lease every interval (TTL/3 by default). It starts
-// when the first renewal is due: until then the heartbeat is a timer, so a
-// run that ends sooner costs no goroutine. It keeps a
+// A goroutine extends the lease every interval (TTL/3 by default). It keeps a
 // local deadline: l.Deadline at first, then, after each confirmed Extend,
 // the local time just before that Extend was sent plus the TTL minus
 // (TTL/100 + 2ms, lease.LocalDeadline). The server's clock is never compared with the local one;
@@ -31,9 +29,8 @@
 //     does not delay it.
 //
 // Stop ends renewals, cancels the context with ErrStopped and waits for the
-// goroutine; cancelling the parent context also ends renewals (the
-// heartbeat's context ends with it at once; EventStopped comes when the
-// goroutine notices, at the latest at Stop), and neither counts as a loss.
+// goroutine; cancelling the parent context also ends renewals, and neither
+// counts as a loss.
 //
 // # What it guarantees
 //

@@ -2,7 +2,6 @@ package heartbeat
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/cronguard/cronguard/fencing"
@@ -41,18 +40,6 @@ func (k EventKind) String() string {
 	default:
 		return fmt.Sprintf("EventKind(%d)", int(k))
 	}
-}
-
-// level is the log level of an event of kind k: warn for a retry, error
-// for a loss, debug otherwise.
-func (k EventKind) level() slog.Level {
-	switch k {
-	case EventRetrying:
-		return slog.LevelWarn
-	case EventLost:
-		return slog.LevelError
-	}
-	return slog.LevelDebug
 }
 
 // Event is what the observer set with WithObserver receives.

@@ -71,8 +71,8 @@ func ExampleStart_lost() {
 	if err := store.Release(context.Background(), l.ID); err != nil {
 		panic(err)
 	}
-	_ = clock.BlockUntilContext(context.Background(), 1) // the heartbeat's timer is armed
-	clock.Advance(10 * time.Second)                      // the first renewal (every TTL/3)
+	_ = clock.BlockUntilContext(context.Background(), 2) // the heartbeat's timers are armed
+	clock.Advance(10 * time.Second)                      // the next renewal (every TTL/3)
 	<-ctx.Done()
 
 	cause := context.Cause(ctx)

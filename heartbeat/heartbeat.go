@@ -3,10 +3,6 @@ package heartbeat
 import (
 	"context"
 	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
@@ -43,9 +39,8 @@ type Stop func() error
 // never consulted.
 //
 // The caller must call the returned Stop when the work is done, as with a
-// context's cancel function; the heartbeat's goroutine, started when the
-// first renewal is due, runs until Stop, a loss or the cancellation of
-// parent. Start returns ErrInvalidArgument or
+// context's cancel function; the heartbeat's goroutine runs until Stop, a
+// loss or the cancellation of parent. Start returns ErrInvalidArgument or
 // ErrInvalidOption (and nil context and Stop) when its input breaks a rule;
 // it does no I/O itself.
 func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Option) (context.Context, Stop, error) {
@@ -81,45 +76,8 @@ func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Op
 		stopc:  make(chan struct{}),
 		donec:  make(chan struct{}),
 	}
-	h.wake = cfg.clock.AfterFunc(max(h.firstDue().Sub(cfg.clock.Now()), 0), h.begin)
+	go h.run()
 	return ctx, h.stop, nil
-}
-
-// firstDue is when the heartbeat first has something to do: its first
-// renewal, or its cut-off if that comes first. Before then it has no
-// goroutine: most runs end before their first renewal is due, and a run
-// that needs none pays for a timer, not for a goroutine, its stack and
-// its channels.
-func (h *heartbeat) firstDue() time.Time {
-	renew, cutoff := h.firstRenewal(), h.lease.Deadline.Add(-h.cfg.margin)
-	if cutoff.Before(renew) {
-		return cutoff
-	}
-	return renew
-}
-
-// firstRenewal is one interval after the acquire was sent, which the
-// lease's deadline tells: Deadline = sent + ttl - drift.
-func (h *heartbeat) firstRenewal() time.Time {
-	ttl := h.lease.TTL
-	return h.lease.Deadline.Add(-(ttl - leasekit.Drift(ttl))).Add(h.cfg.interval)
-}
-
-// Lifecycle states of a heartbeat (heartbeat.state): its goroutine starts
-// at the first renewal (begin), unless Stop came first and ended it
-// without one.
-const (
-	stateWaiting int32 = iota // no goroutine yet: the wake timer is armed
-	stateRunning              // begin took it: run owns the heartbeat until donec
-	stateEnded                // Stop came first: no goroutine ever ran
-)
-
-// begin is the wake timer's function: it runs the heartbeat on the
-// timer's goroutine, unless Stop came first.
-func (h *heartbeat) begin() {
-	if h.state.CompareAndSwap(stateWaiting, stateRunning) {
-		h.run()
-	}
 }
 
 // heartbeat is the state shared by Start's goroutine and Stop.
@@ -135,22 +93,12 @@ type heartbeat struct {
 	stopc    chan struct{} // closed by stop
 	donec    chan struct{} // closed when run returns
 	cause    error         // the loss cause; written by run before donec closes
-
-	wake  clockwork.Timer // runs begin when the first renewal (or the cut-off) is due
-	state atomic.Int32    // stateWaiting, stateRunning or stateEnded
 }
 
 func (h *heartbeat) stop() error {
 	h.stopOnce.Do(func() {
 		close(h.stopc)
 		h.cancel(ErrStopped)
-		if h.state.CompareAndSwap(stateWaiting, stateEnded) {
-			// No renewal was due yet, and none will be: end as run would
-			// on Stop, without its goroutine.
-			h.wake.Stop()
-			h.emit(Event{Kind: EventStopped, ExpiresAt: h.lease.ExpiresAt, Deadline: h.lease.Deadline})
-			close(h.donec)
-		}
 	})
 	<-h.donec
 	return h.cause

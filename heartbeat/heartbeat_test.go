@@ -258,17 +258,16 @@ func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	clock := clockwork.NewFakeClock()
 	store := newFakeStore(clock)
-	acquired := clock.Now()
 	l := acquire(t, store, "job", ttl)
 	ctx, stop, rec := startRecorded(t, t.Context(), store, l, heartbeat.WithClock(clock))
 
 	const step = interval / 4 // renewals fall on steps
 	for range 10 * ttl / step {
-		// The heartbeat is idle: its timers wait (idleWaiters).
-		require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+		// Two waiters (renewal and cut-off timers): the heartbeat is idle.
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 		clock.Advance(step)
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 
 	require.NoError(t, ctx.Err())
 	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
@@ -286,20 +285,19 @@ func TestStart_WithClock_PersistentErrorsCancelBeforeDeadline(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	store := newFakeStore(clock)
 	store.setExtendHook(func(context.Context, int) error { return errUnavailable })
-	acquired := clock.Now()
 	l := acquire(t, store, "job", ttl)
 	ctx, stop, err := heartbeat.Start(t.Context(), store, l, heartbeat.WithClock(clock),
 		heartbeat.WithLogger(discard))
 	require.NoError(t, err)
 
-	// Wait for the heartbeat to be idle (its timers armed) or done,
-	// whichever comes first.
+	// Wait for the heartbeat to be idle (renewal and cut-off timers armed)
+	// or done, whichever comes first.
 	idleOrDone, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	context.AfterFunc(ctx, cancel)
 	const step = 10 * time.Millisecond
 	for clock.Now().Before(l.Deadline) {
-		if clock.BlockUntilContext(idleOrDone, idleWaiters(clock, acquired)) != nil {
+		if clock.BlockUntilContext(idleOrDone, 2) != nil {
 			break
 		}
 		clock.Advance(step)

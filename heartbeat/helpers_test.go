@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/heartbeat"
@@ -108,15 +107,4 @@ func acquire(t *testing.T, store lease.Store, key string, ttl time.Duration) *le
 	l, err := store.Acquire(t.Context(), key, ttl)
 	require.NoError(t, err)
 	return l
-}
-
-// idleWaiters is how many fake-clock waiters a heartbeat on clock has
-// while it idles, its lease acquired at acquired (on the fake clock): one
-// (the wake timer) until its first renewal is due, then two (the renewal
-// and cut-off timers of its goroutine).
-func idleWaiters(clock clockwork.Clock, acquired time.Time) int {
-	if clock.Now().Before(acquired.Add(interval)) {
-		return 1
-	}
-	return 2
 }

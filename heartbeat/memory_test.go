@@ -24,18 +24,17 @@ func TestStart_MemoryStore_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	store, err := memory.New(memory.WithClock(clock))
 	require.NoError(t, err)
-	acquired := clock.Now()
 	l := acquire(t, store, "job", ttl)
 	ctx, stop, rec := startRecorded(t, t.Context(), store, l, heartbeat.WithClock(clock))
 
 	const step = interval / 4
 	for range 10 * ttl / step {
-		require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 		clock.Advance(step)
 		_, err := store.Acquire(t.Context(), "job", ttl)
 		require.ErrorIs(t, err, lease.ErrLocked, "at %s", clock.Now())
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 
 	require.NoError(t, ctx.Err())
 	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
@@ -124,16 +123,15 @@ func TestStart_MemoryStore_DefaultsToTheStoreClock(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	store, err := memory.New(memory.WithClock(clock))
 	require.NoError(t, err)
-	acquired := clock.Now()
 	l := acquire(t, store, "job", ttl)
 	ctx, stop, rec := startRecorded(t, t.Context(), store, l) // no WithClock
 
 	const step = interval / 4
 	for range 3 * ttl / step {
-		require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 		clock.Advance(step)
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), idleWaiters(clock, acquired)))
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
 	require.NoError(t, ctx.Err())
 	ext := rec.of(heartbeat.EventRenewed)
 	require.Len(t, ext, int(3*ttl/interval), "renewals follow the store's fake clock")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -30,10 +31,9 @@ type boundedContext struct {
 
 func (c boundedContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// run is the heartbeat's goroutine, started by the wake timer when the
-// first renewal or the cut-off is due (begin). It is the only writer of
-// h.cause and the only caller of Store.Extend; at most one Extend is in
-// flight, on a goroutine of its own that run waits for before returning.
+// run is the heartbeat's goroutine. It is the only writer of h.cause and
+// the only caller of Store.Extend; at most one Extend is in flight, on a
+// goroutine of its own that run waits for before returning.
 func (h *heartbeat) run() {
 	defer close(h.donec)
 	var (
@@ -62,7 +62,10 @@ func (h *heartbeat) run() {
 	cutoffAt := func() time.Time { return deadline.Add(-h.cfg.margin) }
 	cutoff := clock.NewTimer(cutoffAt().Sub(clock.Now()))
 	defer cutoff.Stop()
-	renew := clock.NewTimer(max(h.firstRenewal().Sub(clock.Now()), 0))
+	// The first renewal is due one interval after the acquire was sent,
+	// which the lease's deadline tells: Deadline = sent + ttl - drift.
+	first := deadline.Add(-(ttl - leasekit.Drift(ttl))).Add(h.cfg.interval)
+	renew := clock.NewTimer(max(first.Sub(clock.Now()), 0))
 	defer renew.Stop()
 
 loop:
@@ -163,28 +166,26 @@ func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
 	if h.cfg.observer != nil {
 		h.cfg.observer(e)
 	}
-	ctx := context.WithoutCancel(h.parent)
-	if !h.cfg.logger.Enabled(ctx, e.Kind.level()) {
-		return
-	}
 	attrs := []slog.Attr{
 		slog.String("lease", e.ShortLeaseID),
 		slog.Any("fence", e.Fence),
 	}
-	level := e.Kind.level()
-	var msg string
+	var (
+		level slog.Level
+		msg   string
+	)
 	switch e.Kind {
 	case EventRenewed:
-		msg = "heartbeat: lease extended"
+		level, msg = slog.LevelDebug, "heartbeat: lease extended"
 		attrs = append(attrs, slog.Int("try", e.Try))
 	case EventRetrying:
-		msg = "heartbeat: extend failed, retrying"
+		level, msg = slog.LevelWarn, "heartbeat: extend failed, retrying"
 		attrs = append(attrs, slog.Int("try", e.Try), slog.Any("error", e.Err))
 	case EventLost:
-		msg = "heartbeat: lease lost"
+		level, msg = slog.LevelError, "heartbeat: lease lost"
 		attrs = append(attrs, slog.Any("cause", e.Err))
 	case EventStopped:
-		msg = "heartbeat: stopped"
+		level, msg = slog.LevelDebug, "heartbeat: stopped"
 		if e.Err != nil {
 			attrs = append(attrs, slog.Any("cause", e.Err))
 		}
@@ -193,5 +194,5 @@ func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
 		attrs = append(attrs, slog.String("key", e.Key))
 	}
 	attrs = append(attrs, extra...)
-	h.cfg.logger.LogAttrs(ctx, level, msg, attrs...)
+	h.cfg.logger.LogAttrs(context.WithoutCancel(h.parent), level, msg, attrs...)
 }
