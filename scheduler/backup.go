@@ -255,12 +255,11 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 			if !roundChecked(bt.t.f) {
 				continue
 			}
-			switch {
-			case rounds[i] >= occs[i]:
-			case bt.t.f.kind == firedBySchedule && claiming[bt.first] && now.Before(bt.until):
-				waiting[i] = true
-			default:
+			if rounds[i] < occs[i] {
 				open = append(open, i)
+				if bt.t.f.kind == firedBySchedule && claiming[bt.first] && now.Before(bt.until) {
+					waiting[i] = true
+				}
 			}
 			i++
 		}
@@ -293,11 +292,13 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 		switch {
 		case err == nil && rounds[k] >= t.f.ms:
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupClaimed})
-		case waiting[k]:
-			bt.due = minTime(now.Add(backupRecheck), bt.until)
-			s.backups.put(bt)
 		case running[k] && t.f.kind == firedBySchedule: // a catch-up is for such occurrences
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
+		case waiting[k]:
+			// Decided on the run recorded now: a run recorded by the time
+			// it is looked at again may be a later one.
+			bt.due = minTime(now.Add(backupRecheck), bt.until)
+			s.backups.put(bt)
 		default:
 			s.push(t)
 		}
