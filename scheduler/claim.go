@@ -25,11 +25,27 @@ const (
 	// maxRetryMargin caps the margin before the next occurrence at which
 	// the retries of an occurrence stop: min(gap/10, maxRetryMargin).
 	maxRetryMargin = time.Second
-	// Backoff between retries: from retryInitial, doubling up to
-	// retryMax, each wait randomized by ±50%.
+	// Backoff between retries: from retryInitial, growing 1.5x up to
+	// retryMax, each wait randomized by ±50%. The longest wait is short:
+	// the tries are the only thing that notices the store is back, and
+	// once it is, a claim (a trigger's too: it waits behind a claim in
+	// progress) should not leave the job idle for seconds while an
+	// operator, or the next occurrence, waits. A claim is retried only
+	// while its occurrence is current, so the tries stay few.
 	retryInitial = 100 * time.Millisecond
-	retryMax     = 5 * time.Second
+	retryMax     = time.Second
 )
+
+// retryBackoff returns the backoff between the tries of a claim, bounded
+// by the caller's until.
+func (s *Scheduler) retryBackoff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(retryInitial),
+		backoff.WithMaxInterval(retryMax),
+		backoff.WithMaxElapsedTime(0), // until bounds the retries
+		backoff.WithClockProvider(s.cfg.clock),
+	)
+}
 
 // MaxMissedCount caps how many missed occurrences one EventMissed counts
 // (Missed.Capped says there were more): enumerating a schedule over a long
@@ -121,12 +137,7 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 		return nil, errClaimDropped
 	}
 	until := s.retryUntil(f)
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(retryInitial),
-		backoff.WithMaxInterval(retryMax),
-		backoff.WithMaxElapsedTime(0), // until bounds the retries
-		backoff.WithClockProvider(s.cfg.clock),
-	)
+	b := s.retryBackoff()
 	opts := s.claimOptions(f)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
@@ -240,12 +251,7 @@ func (s *Scheduler) claimBatch(ba lease.BatchAcquirer, ts []claimTask) {
 			return
 		}
 		if b == nil {
-			b = backoff.NewExponentialBackOff(
-				backoff.WithInitialInterval(retryInitial),
-				backoff.WithMaxInterval(retryMax),
-				backoff.WithMaxElapsedTime(0), // until bounds the retries
-				backoff.WithClockProvider(s.cfg.clock),
-			)
+			b = s.retryBackoff()
 		}
 		wait := min(b.NextBackOff(), left)
 		for _, p := range ps {

@@ -70,6 +70,11 @@ type jobState struct {
 	// case its holder died and never hands the trigger on), or a little
 	// later.
 	triggerRetry bool
+	// triggerHere: the trigger that waits (triggerDue) waited for the run
+	// here, whose release said so. No other replica looks for it by
+	// itself (those that found the job locked ask again only when that
+	// lease runs out), so this one claims it at once, whatever its role.
+	triggerHere bool
 	// catchUpRetry: a catch-up found the job's lease held elsewhere; a
 	// timer asks again when that lease runs out (the holder's replica may
 	// owe no catch-up: its clock had not reached the occurrence when its
@@ -262,7 +267,7 @@ func (j *job) transition(in input) (as acts) {
 		st.run = nil
 		r := in.run
 		if in.n > 0 {
-			st.triggerDue = true
+			st.triggerDue, st.triggerHere = true, true
 		}
 		if r.reg.catchUp > 0 {
 			if latest, ok := r.reg.plan.prev(j.s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
@@ -424,7 +429,7 @@ func (j *job) idle(as *acts) {
 	}
 	if st.reg == nil || st.stopping {
 		if st.triggerDue {
-			st.triggerDue = false
+			st.triggerDue, st.triggerHere = false, false
 			as.add(act{kind: actHandOn})
 		}
 		if st.reg == nil {
@@ -440,8 +445,8 @@ func (j *job) idle(as *acts) {
 		}
 	}
 	if st.triggerDue {
-		st.triggerDue = false
-		j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg})
+		j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg, afterRun: st.triggerHere})
+		st.triggerDue, st.triggerHere = false, false
 	}
 }
 
