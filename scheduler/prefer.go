@@ -148,8 +148,11 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 	}
 	v := &fleetView{jobs: make(map[string]viewJob, len(byKey))}
 	shared := map[string]*candidates{}
-	for key, e := range byKey {
-		if e.conflict || !slices.Contains(e.ids, self) {
+	// The keys are mine's, which are the jobs' own strings: the view
+	// holds no copy of the keys the registry's entries were decoded with.
+	for key := range mine {
+		e := byKey[key]
+		if e == nil || e.conflict || !slices.Contains(e.ids, self) {
 			continue
 		}
 		slices.Sort(e.ids)
