@@ -49,7 +49,9 @@ import (
 // a trigger announced on the control channel may be the only one that
 // reaches a replica able to take it. So the others treat those as the
 // backup does: they claim after the grace if the round (for a trigger,
-// the trigger itself) is still there to take.
+// the trigger itself) is still there to take. A trigger that waited for
+// a run is claimed at once by the replica that ran it (its release said
+// the trigger waits; the others do not look again by themselves).
 
 // BackupGrace is how long a backup waits after its firing before it
 // claims an occurrence its first choice has not claimed, plus, for a
