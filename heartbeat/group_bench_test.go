@@ -21,60 +21,34 @@ func BenchmarkHeartbeat_StopBeforeTheFirstRenewal(b *testing.B) {
 	l, err := store.Acquire(context.Background(), "job", time.Minute)
 	require.NoError(b, err)
 	opts := []heartbeat.Option{heartbeat.WithLogger(discard)}
-	b.Run("start", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_, stop, err := heartbeat.Start(context.Background(), store, l, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := stop(); err != nil {
-				b.Fatal(err)
-			}
+	cycle := func(b *testing.B, start func(context.Context, lease.Store, *lease.Lease, ...heartbeat.Option) (context.Context, heartbeat.Stop, error)) {
+		_, stop, err := start(context.Background(), store, l, opts...)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("group", func(b *testing.B) {
-		g := heartbeat.NewGroup(lease.ClockOf(store))
-		defer g.Close()
-		b.ReportAllocs()
-		for b.Loop() {
-			_, stop, err := g.Start(context.Background(), store, l, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := stop(); err != nil {
-				b.Fatal(err)
-			}
+		if err := stop(); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("group-parallel", func(b *testing.B) {
-		g := heartbeat.NewGroup(lease.ClockOf(store))
-		defer g.Close()
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, stop, err := g.Start(context.Background(), store, l, opts...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := stop(); err != nil {
-					b.Fatal(err)
-				}
+	}
+	g := heartbeat.NewGroup(lease.ClockOf(store))
+	defer g.Close()
+	for _, c := range []struct {
+		name  string
+		start func(context.Context, lease.Store, *lease.Lease, ...heartbeat.Option) (context.Context, heartbeat.Stop, error)
+	}{{"start", heartbeat.Start}, {"group", g.Start}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cycle(b, c.start)
 			}
 		})
-	})
-	b.Run("start-parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, stop, err := heartbeat.Start(context.Background(), store, l, opts...)
-				if err != nil {
-					b.Fatal(err)
+		b.Run(c.name+"-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					cycle(b, c.start)
 				}
-				if err := stop(); err != nil {
-					b.Fatal(err)
-				}
-			}
+			})
 		})
-	})
+	}
 }

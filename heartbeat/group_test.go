@@ -27,14 +27,22 @@ func groupStart(t *testing.T, g *heartbeat.Group, parent context.Context, store 
 	return ctx, stop, rec
 }
 
+// newGroup returns an in-process store and a Group on the real clock (the
+// bubble's), closed when the test ends.
+func newGroup(t *testing.T) (*memory.Store, *heartbeat.Group) {
+	t.Helper()
+	store, err := memory.New()
+	require.NoError(t, err)
+	g := heartbeat.NewGroup(nil)
+	t.Cleanup(g.Close)
+	return store, g
+}
+
 // A heartbeat of a group renews its lease as Start's does, once its first
 // renewal is due, and ends cleanly with Stop.
 func TestGroup_Start_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := memory.New()
-		require.NoError(t, err)
-		g := heartbeat.NewGroup(nil)
-		defer g.Close()
+		store, g := newGroup(t)
 		ctx, stop, rec := groupStart(t, g, t.Context(), store, "job")
 
 		time.Sleep(10*ttl + interval/2)
@@ -50,10 +58,7 @@ func TestGroup_Start_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 // first renewal, within one interval.
 func TestGroup_Start_ReleasedBehindBackCancelsWithLeaseLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := memory.New()
-		require.NoError(t, err)
-		g := heartbeat.NewGroup(nil)
-		defer g.Close()
+		store, g := newGroup(t)
 		l := acquire(t, store, "job", ttl)
 		ctx, stop, err := g.Start(t.Context(), store, l, heartbeat.WithLogger(discard))
 		require.NoError(t, err)
@@ -74,10 +79,7 @@ func TestGroup_Start_ReleasedBehindBackCancelsWithLeaseLost(t *testing.T) {
 // store sees no Extend (the lease's expiry is the acquire's).
 func TestGroup_Stop_BeforeTheFirstRenewalExtendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := memory.New()
-		require.NoError(t, err)
-		g := heartbeat.NewGroup(nil)
-		defer g.Close()
+		store, g := newGroup(t)
 		ctx, stop, rec := groupStart(t, g, t.Context(), store, "job")
 		time.Sleep(interval / 2)
 		require.NoError(t, stop())
@@ -95,10 +97,7 @@ func TestGroup_Stop_BeforeTheFirstRenewalExtendsNothing(t *testing.T) {
 // Heartbeats stopped out of order leave the others due at their time.
 func TestGroup_Stop_OutOfOrderLeavesTheOthersRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := memory.New()
-		require.NoError(t, err)
-		g := heartbeat.NewGroup(nil)
-		defer g.Close()
+		store, g := newGroup(t)
 		var stops []heartbeat.Stop
 		var recs []*recorder
 		for _, key := range []string{"a", "b", "c", "d"} {
@@ -125,10 +124,7 @@ func TestGroup_Stop_OutOfOrderLeavesTheOthersRenewing(t *testing.T) {
 // (a child context), and Stop reports no loss.
 func TestGroup_Start_ParentCancelledWhileWaitingStopsWithoutLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store, err := memory.New()
-		require.NoError(t, err)
-		g := heartbeat.NewGroup(nil)
-		defer g.Close()
+		store, g := newGroup(t)
 		parent, cancel := context.WithCancel(t.Context())
 		ctx, stop, rec := groupStart(t, g, parent, store, "job")
 		time.Sleep(interval / 2)

@@ -88,12 +88,7 @@ func TestScheduler_Trigger_RunsSoonAfterALongOutage(t *testing.T) {
 		_, err := store.AddTrigger(t.Context(), "job:report", "ops", 5*time.Minute)
 		require.NoError(t, err)
 		time.Sleep(40 * time.Second) // the claim's backoff reaches its longest wait
-		tries := len(evs.of(EventAcquireRetrying)) + len(evs.of(EventAcquireFailed))
-		for len(evs.of(EventAcquireRetrying))+len(evs.of(EventAcquireFailed)) == tries {
-			time.Sleep(10 * time.Millisecond)
-		}
-		store.down.Store(false) // just after a try: the next one is a whole wait away
-		back := time.Now()
+		back := endOutageAfterATry(store, &evs)
 		time.Sleep(2 * time.Second)
 
 		runs := rs.all()
@@ -121,16 +116,23 @@ func TestScheduler_Claim_RunsSoonAfterALongOutage(t *testing.T) {
 		store.down.Store(true)
 		time.Sleep(10*time.Minute + 40*time.Second) // the claim's backoff reaches its longest wait
 		require.NotEmpty(t, evs.of(EventAcquireRetrying), "the occurrence's claim met the outage")
-		tries := len(evs.of(EventAcquireRetrying))
-		for len(evs.of(EventAcquireRetrying)) == tries {
-			time.Sleep(10 * time.Millisecond)
-		}
-		store.down.Store(false) // just after a try: the next one is a whole wait away
-		back := time.Now()
+		back := endOutageAfterATry(store, &evs)
 		time.Sleep(5 * time.Second)
 
 		runs := rs.all()
 		require.Len(t, runs, 1, "the occurrence runs once the store is back")
 		assert.LessOrEqual(t, runs[0].at.Sub(back), 1500*time.Millisecond)
 	})
+}
+
+// endOutageAfterATry ends store's outage just after the next failed try
+// of a claim (a retry, or a claim that gave up), so that the next try is
+// a whole wait away, and returns when it ended it.
+func endOutageAfterATry(store *acquireOutageStore, evs *events) time.Time {
+	tries := func() int { return len(evs.of(EventAcquireRetrying)) + len(evs.of(EventAcquireFailed)) }
+	for n := tries(); tries() == n; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	store.down.Store(false)
+	return time.Now()
 }
