@@ -315,6 +315,12 @@ const (
 	// and may be attempted at once (published by the scheduler after such
 	// a release, read by the replicas that have the job).
 	MessageOpen MessageKind = "open"
+	// MessageUnclaimed: Key's occurrence Round was left unclaimed by the
+	// replica preferred for it, which cannot run it (its earlier run of
+	// the job still executes there, no longer renewing its lease); the
+	// replicas that have the job claim it at once (published and read by
+	// the scheduler).
+	MessageUnclaimed MessageKind = "unclaimed"
 	// MessageResync: the subscription was restored after it dropped;
 	// messages may have been missed. Set by Subscribe only.
 	MessageResync MessageKind = "resync"
@@ -327,7 +333,7 @@ type Message struct {
 	Trigger string // the trigger's ID
 	Outcome string // for MessageDone: the run's Status.Outcome
 	Error   string // for MessageDone: the run's Status.Error
-	Round   int64  // for MessageOpen: the occurrence's round
+	Round   int64  // for MessageOpen and MessageUnclaimed: the occurrence's round
 }
 
 // Limits every Store enforces.

@@ -29,9 +29,11 @@ func (s *Scheduler) dispatch(j *job, f firing) {
 		// back a grace, it loses to a trigger another replica takes as the
 		// run's lease is released, whose round comes after it.
 		r = roleRace
-	case f.afterRun:
-		// A trigger that waited for the run here: the release told this
-		// replica first, and the others do not look again by themselves.
+	case f.atOnce:
+		// A trigger that waited for the run here (the release told this
+		// replica first, and the others do not look again by
+		// themselves), or an occurrence handed over by its preferred
+		// replica, which cannot run it.
 		r = roleRace
 	}
 	switch r {

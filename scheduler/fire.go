@@ -46,9 +46,10 @@ type firing struct {
 	skewMs int32         // the maximum skew of its round, in ms (at most MaxOccurrenceSkew)
 	kind   firingKind
 	waited bool // it waited for the job's lease (OverlapBufferOne): no second wait
-	// afterRun: a trigger that waited for the job's run here, as its
-	// release said; claimed at once, whatever this replica's role.
-	afterRun bool
+	// atOnce: claimed at once, whatever this replica's role: a trigger
+	// that waited for the job's run here (its release said so), or an
+	// occurrence its preferred replica handed over (MessageUnclaimed).
+	atOnce bool
 }
 
 // newFiring returns a firing of the occurrence occ whose round may lie

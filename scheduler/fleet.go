@@ -377,6 +377,10 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 		if j := cp.s.jobByKey(m.Key); j != nil && m.Round > 0 {
 			j.deliver(input{kind: inResume, f: firing{ms: m.Round, kind: firedByResume}})
 		}
+	case fleet.MessageUnclaimed:
+		if j := cp.s.jobByKey(m.Key); j != nil && m.Round > 0 {
+			j.deliver(input{kind: inUnclaimed, f: firing{ms: m.Round}})
+		}
 	case fleet.MessageResync:
 		select {
 		case cp.resync <- struct{}{}:

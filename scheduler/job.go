@@ -107,6 +107,7 @@ const (
 	inTriggerRetry                      // the timer set when a trigger found the lease held elsewhere
 	inCatchUpRetry                      // the timer set when a catch-up found the lease held elsewhere
 	inResume                            // an occurrence of the job is open (the fleet's index, a message): f.ms is its round
+	inUnclaimed                         // the replica preferred for occurrence f.ms cannot run it (a message)
 )
 
 // act is one thing transition decided to do, done outside the lock.
@@ -136,6 +137,7 @@ const (
 	actForget                          // the job is removed and idle: drop its owner
 	actRetryTrigger                    // ask for the trigger again after d (the lease held elsewhere runs out)
 	actRetryCatchUp                    // try the catch-up again after d (the lease held elsewhere runs out)
+	actHandOver                        // announce that f, which this replica is preferred for, is left unclaimed
 )
 
 // acts is what one transition decided; it holds no more than a transition
@@ -196,6 +198,8 @@ func (s *Scheduler) do(j *job, a act) {
 		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inTriggerRetry}) })
 	case actRetryCatchUp:
 		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inCatchUpRetry}) })
+	case actHandOver:
+		s.handOver(j, a.f)
 	}
 }
 
@@ -257,6 +261,16 @@ func (j *job) transition(in input) (as acts) {
 			}
 			f := in.f
 			f.reg = st.reg
+			j.startClaim(&as, f)
+		}
+
+	case inUnclaimed:
+		f, ok := j.unclaimedFiring(in.f.ms)
+		switch {
+		case !ok || st.claiming || st.run != nil:
+			// Not the job's latest occurrence, removed or stopping here,
+			// or busy here: the other replicas that have the job take it.
+		default:
 			j.startClaim(&as, f)
 		}
 
@@ -337,6 +351,14 @@ func (j *job) offer(as *acts, f firing) {
 		// occurrence, so it must not claim it (a claimed occurrence is
 		// skipped by every other replica and never reported missed).
 		as.add(act{kind: actSkip, f: f, reason: SkipRunning})
+		if st.run.unrenewed.Load() && j.s.view.Load().role(j.key, f.ms) == roleFirst {
+			// That run no longer renews its lease (lost, or past its
+			// timeout): the lease is gone or going, and the occurrence
+			// is for another replica to run. The backup would claim it
+			// after its grace; if it is gone too (its registry entry
+			// has not lapsed yet), nobody would. Tell them all.
+			as.add(act{kind: actHandOver, f: f})
+		}
 	default:
 		j.startClaim(as, f)
 	}
@@ -445,7 +467,7 @@ func (j *job) idle(as *acts) {
 		}
 	}
 	if st.triggerDue {
-		j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg, afterRun: st.triggerHere})
+		j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg, atOnce: st.triggerHere})
 		st.triggerDue, st.triggerHere = false, false
 	}
 }
@@ -464,6 +486,25 @@ func (j *job) dropClaimWaiting(as *acts) {
 	case st.cancelBuf != nil:
 		st.cancelBuf() // its wait ends with lease.ErrAborted, and answers
 	}
+}
+
+// unclaimedFiring returns the firing of occurrence ms, handed over by the
+// replica preferred for it: claimed at once, whatever this replica's role,
+// if ms is the job's latest occurrence and the job is registered here and
+// not stopping.
+func (j *job) unclaimedFiring(ms int64) (firing, bool) {
+	reg := j.st.reg
+	if reg == nil || j.st.stopping {
+		return firing{}, false
+	}
+	occ, ok := reg.plan.prev(j.s.cfg.clock.Now())
+	if !ok || occ.UnixMilli() != ms {
+		return firing{}, false
+	}
+	_, maxSkew := reg.plan.occurrence(occ)
+	f := newFiring(occ, maxSkew, firedBySchedule, reg)
+	f.atOnce = true
+	return f, true
 }
 
 // catchUpFiring returns the job's latest occurrence at or before now, if
