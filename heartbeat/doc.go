@@ -32,14 +32,6 @@
 // goroutine; cancelling the parent context also ends renewals, and neither
 // counts as a loss.
 //
-// # Many short leases
-//
-// Each heartbeat of Start has a goroutine from the start. Where many leases
-// are taken for work that usually ends before a third of the TTL (a
-// scheduler's runs), a Group starts them instead: a heartbeat of a Group
-// waits in the group's queue, with no goroutine, timer or channel of its
-// own, until its first renewal is due, and is otherwise the same.
-//
 // # What it guarantees
 //
 // The context is done before the lease can expire on the server, and so

@@ -82,38 +82,3 @@ func ExampleStart_lost() {
 	// lost: true
 	// store said not held: true
 }
-
-// A Group starts the heartbeats of many short pieces of work: each waits
-// in the group's queue, without a goroutine, until its first renewal is
-// due, and ends with its Stop as Start's do. The group's clock is the
-// store's.
-func ExampleGroup() {
-	store, err := memory.New()
-	if err != nil {
-		panic(err)
-	}
-	g := heartbeat.NewGroup(lease.ClockOf(store))
-	defer g.Close()
-
-	for _, key := range []string{"jobs/a", "jobs/b"} {
-		l, err := store.Acquire(context.Background(), key, 30*time.Second)
-		if err != nil {
-			panic(err)
-		}
-		ctx, stop, err := g.Start(context.Background(), store, l)
-		if err != nil {
-			panic(err)
-		}
-		_ = ctx // the work runs under ctx, and ends long before a renewal is due
-		fmt.Println(key, "stop:", stop())
-
-		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fmt.Println(key, "release:", l.Release(rctx))
-		cancel()
-	}
-	// Output:
-	// jobs/a stop: <nil>
-	// jobs/a release: <nil>
-	// jobs/b stop: <nil>
-	// jobs/b release: <nil>
-}

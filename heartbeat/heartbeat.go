@@ -3,9 +3,6 @@ package heartbeat
 import (
 	"context"
 	"sync"
-	"time"
-
-	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
@@ -47,41 +44,29 @@ type Stop func() error
 // ErrInvalidOption (and nil context and Stop) when its input breaks a rule;
 // it does no I/O itself.
 func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Option) (context.Context, Stop, error) {
-	h, err := newHeartbeat(parent, store, l, opts, nil)
+	switch {
+	case parent == nil:
+		return nil, nil, invalidArgument("parent context must not be nil")
+	case store == nil:
+		return nil, nil, invalidArgument("store must not be nil")
+	case l == nil:
+		return nil, nil, invalidArgument("lease must not be nil")
+	}
+	if err := leasekit.ValidateID(l.ID); err != nil {
+		return nil, nil, invalidArgument("lease: %v", err)
+	}
+	if err := lease.ValidateTTL(l.TTL); err != nil {
+		return nil, nil, invalidArgument("lease: %v", err)
+	}
+	if l.Deadline.IsZero() {
+		return nil, nil, invalidArgument("lease deadline must be set (use a lease returned by Store.Acquire)")
+	}
+	cfg, err := newConfig(store, l.TTL, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	go h.run()
-	return h.ctx, h.stop, nil
-}
-
-// newHeartbeat checks Start's input and returns the heartbeat it
-// describes, not yet running; group is the clock of the Group that starts
-// it, or nil.
-func newHeartbeat(parent context.Context, store lease.Store, l *lease.Lease, opts []Option, group clockwork.Clock) (*heartbeat, error) {
-	switch {
-	case parent == nil:
-		return nil, invalidArgument("parent context must not be nil")
-	case store == nil:
-		return nil, invalidArgument("store must not be nil")
-	case l == nil:
-		return nil, invalidArgument("lease must not be nil")
-	}
-	if err := leasekit.ValidateID(l.ID); err != nil {
-		return nil, invalidArgument("lease: %v", err)
-	}
-	if err := lease.ValidateTTL(l.TTL); err != nil {
-		return nil, invalidArgument("lease: %v", err)
-	}
-	if l.Deadline.IsZero() {
-		return nil, invalidArgument("lease deadline must be set (use a lease returned by Store.Acquire)")
-	}
-	cfg, err := newConfig(store, l.TTL, opts, group)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancelCause(parent)
-	return &heartbeat{
+	h := &heartbeat{
 		cfg:    cfg,
 		store:  store,
 		lease:  *l,
@@ -90,8 +75,9 @@ func newHeartbeat(parent context.Context, store lease.Store, l *lease.Lease, opt
 		cancel: cancel,
 		stopc:  make(chan struct{}),
 		donec:  make(chan struct{}),
-		index:  -1,
-	}, nil
+	}
+	go h.run()
+	return ctx, h.stop, nil
 }
 
 // heartbeat is the state shared by Start's goroutine and Stop.
@@ -107,33 +93,12 @@ type heartbeat struct {
 	stopc    chan struct{} // closed by stop
 	donec    chan struct{} // closed when run returns
 	cause    error         // the loss cause; written by run before donec closes
-
-	// A heartbeat of a Group waits in the group's queue, without a
-	// goroutine, until its first renewal is due; the group's lock guards
-	// these.
-	group *Group
-	due   time.Time // when its goroutine starts
-	index int       // its place in the group's queue, -1 when not in it
-	state uint8     // waiting, running or ended
 }
-
-// The states of a heartbeat of a Group (Start's heartbeats run at once).
-const (
-	stateWaiting uint8 = iota // in the group's queue: no goroutine yet
-	stateRunning              // run owns the heartbeat until donec closes
-	stateEnded                // Stop came first: no goroutine ever ran
-)
 
 func (h *heartbeat) stop() error {
 	h.stopOnce.Do(func() {
 		close(h.stopc)
 		h.cancel(ErrStopped)
-		if h.group != nil && h.group.dequeue(h) {
-			// No renewal was due yet, and none will be: end as run
-			// would on Stop, without its goroutine.
-			h.emit(Event{Kind: EventStopped, ExpiresAt: h.lease.ExpiresAt, Deadline: h.lease.Deadline})
-			close(h.donec)
-		}
 	})
 	<-h.donec
 	return h.cause

@@ -106,10 +106,8 @@ func WithObserver(fn func(Event)) Option {
 }
 
 // newConfig applies opts and checks them against the lease's TTL. The
-// clock defaults to the one store measured the lease's Deadline on, or to
-// group's clock for a heartbeat of a Group (group is nil otherwise), whose
-// heartbeats all keep the group's clock.
-func newConfig(store lease.Store, ttl time.Duration, opts []Option, group clockwork.Clock) (config, error) {
+// clock defaults to the one store measured the lease's Deadline on.
+func newConfig(store lease.Store, ttl time.Duration, opts []Option) (config, error) {
 	var c config
 	for _, opt := range opts {
 		if opt == nil {
@@ -119,12 +117,7 @@ func newConfig(store lease.Store, ttl time.Duration, opts []Option, group clockw
 			return c, err
 		}
 	}
-	switch {
-	case group != nil && c.clock != nil && c.clock != group:
-		return c, invalidOption("a heartbeat started by a Group keeps the group's clock: leave WithClock out, or give the group's")
-	case group != nil:
-		c.clock = group
-	case c.clock == nil:
+	if c.clock == nil {
 		c.clock = lease.ClockOf(store)
 	}
 	if !c.intervalSet {

@@ -148,7 +148,7 @@ func (s *Scheduler) execute(r *run) {
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
 
-	hbCtx, stop, err := s.heartbeats.Start(s.base, s.store, r.lease,
+	hbCtx, stop, err := heartbeat.Start(s.base, s.store, r.lease,
 		heartbeat.WithLogger(r.log), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
 	if err != nil { // a bug: the TTL was validated
 		end = exit{how: exitNotStarted, err: err}

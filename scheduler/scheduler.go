@@ -14,7 +14,6 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/cronguard/cronguard/heartbeat"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -55,10 +54,6 @@ type Scheduler struct {
 	// a fleet.BatchReleaser and there is a control plane (release_batch.go);
 	// nil otherwise. Set in Start, before any run.
 	releases *releaseBatcher
-	// heartbeats starts the runs' heartbeats, each without a goroutine
-	// until its first renewal is due (most runs end before); set in
-	// Start, before any run, and closed by Shutdown.
-	heartbeats *heartbeat.Group
 
 	mu       sync.Mutex
 	jobs     map[string]*job   // by lease key: the registered jobs, and removed ones whose run or claim still goes
@@ -286,7 +281,6 @@ func (s *Scheduler) start() ([]*job, error) {
 	// lock.
 	s.startControlPlane()
 	s.startReleases()
-	s.heartbeats = heartbeat.NewGroup(lease.ClockOf(s.store))
 	s.workers.Add(1)
 	go s.backupPass()
 	g.Start()

@@ -84,7 +84,6 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	case <-claimsDone:
 	case <-ctx.Done():
 		s.stopReleases(ctx)
-		s.stopHeartbeats()
 		return s.stillRunning(ctx, jobs)
 	}
 	for _, j := range jobs {
@@ -96,12 +95,10 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		case <-r.done:
 		case <-ctx.Done():
 			s.stopReleases(ctx) // the runs still going release on their own
-			s.stopHeartbeats()
 			return s.stillRunning(ctx, jobs)
 		}
 	}
 	s.stopReleases(ctx) // the last release was answered
-	s.stopHeartbeats()
 	if gocronErr != nil {
 		return gocronErr
 	}
@@ -109,19 +106,6 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.log.Info("scheduler shut down")
 	}
 	return nil
-}
-
-// stopHeartbeats closes the runs' heartbeat group once no run starts
-// any more: a run still going keeps its heartbeat (which Shutdown's
-// cancellation of the runs' contexts ends), and one started later runs
-// its heartbeat's goroutine at once.
-func (s *Scheduler) stopHeartbeats() {
-	s.mu.Lock()
-	g := s.heartbeats
-	s.mu.Unlock()
-	if g != nil {
-		g.Close()
-	}
 }
 
 // stillRunning is Shutdown's error when ctx ended first (step 4): it names
