@@ -58,3 +58,71 @@ func TestScheduler_Trigger_ClaimFailedIsAskedAgainAfterTheOutage(t *testing.T) {
 		assert.True(t, runs[0].trigger)
 	})
 }
+
+// A trigger whose claim meets a long outage asks the store again at most
+// retryMax (1s, randomized by ±50%) apart, also once its claim's retries
+// have run out: when the store answers, the trigger runs within 1.5s.
+func TestScheduler_Trigger_RunsSoonAfterALongOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
+		var rs runStarts
+		var evs events
+		job := func(ctx context.Context) error { rs.record(ctx); return nil }
+		time.Sleep(30 * time.Second) // off the hourly grid: only triggers run
+		s := newScheduler(t, store, WithObserver(evs.observe))
+		require.NoError(t, s.Register("report", Every(time.Hour), job, WithTTL(time.Minute)))
+		require.NoError(t, s.Start())
+		synctest.Wait()
+
+		store.down.Store(true)
+		_, err := store.AddTrigger(t.Context(), "job:report", "ops", 5*time.Minute)
+		require.NoError(t, err)
+		time.Sleep(40 * time.Second) // the claim's backoff reaches its longest wait
+		back := endOutageAfterATry(store, &evs)
+		time.Sleep(2 * time.Second)
+
+		runs := rs.all()
+		require.Len(t, runs, 1, "the trigger runs once the store is back")
+		assert.True(t, runs[0].trigger)
+		assert.LessOrEqual(t, runs[0].at.Sub(back), 1500*time.Millisecond)
+	})
+}
+
+// An occurrence whose claim meets a long outage runs within retryMax (1s,
+// randomized by ±50%) of the store's return, not a long backoff later:
+// the store comes back just after a try.
+func TestScheduler_Claim_RunsSoonAfterALongOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
+		var rs runStarts
+		var evs events
+		job := func(ctx context.Context) error { rs.record(ctx); return nil }
+		time.Sleep(30 * time.Second) // the first occurrence is 10 minutes away
+		s := newScheduler(t, store, WithObserver(evs.observe))
+		require.NoError(t, s.Register("report", Every(10*time.Minute), job, WithTTL(time.Minute)))
+		require.NoError(t, s.Start())
+		synctest.Wait()
+
+		store.down.Store(true)
+		time.Sleep(10*time.Minute + 40*time.Second) // the claim's backoff reaches its longest wait
+		require.NotEmpty(t, evs.of(EventAcquireRetrying), "the occurrence's claim met the outage")
+		back := endOutageAfterATry(store, &evs)
+		time.Sleep(5 * time.Second)
+
+		runs := rs.all()
+		require.Len(t, runs, 1, "the occurrence runs once the store is back")
+		assert.LessOrEqual(t, runs[0].at.Sub(back), 1500*time.Millisecond)
+	})
+}
+
+// endOutageAfterATry ends store's outage just after the next failed try
+// of a claim (a retry, or a claim that gave up), so that the next try is
+// a whole wait away, and returns when it ended it.
+func endOutageAfterATry(store *acquireOutageStore, evs *events) time.Time {
+	tries := func() int { return len(evs.of(EventAcquireRetrying)) + len(evs.of(EventAcquireFailed)) }
+	for n := tries(); tries() == n; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	store.down.Store(false)
+	return time.Now()
+}
