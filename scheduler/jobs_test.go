@@ -27,8 +27,10 @@ func TestScheduler_Remove_OneReplicaStops(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			return nil
 		}
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond)) // a wins while it has the job
-		b := newScheduler(t, store, WithInstanceID("b"))
+		// The replicas race (no preferred replica): a, ahead, wins while it
+		// has the job.
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithoutControlPlane())
+		b := newScheduler(t, store, WithInstanceID("b"), WithoutControlPlane())
 		time.Sleep(500 * time.Millisecond)
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("report", Every(time.Second), job))

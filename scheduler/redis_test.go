@@ -87,14 +87,20 @@ func TestScheduler_Run_ReleaseRetriesAfterConnectionReset(t *testing.T) {
 	}
 	var evA, evB events
 	a := newScheduler(t, storeA, WithInstanceID("a"), WithObserver(evA.observe),
-		WithClock(skewedClock{clockwork.NewRealClock(), 150 * time.Millisecond})) // a fires first
+		WithClock(skewedClock{clockwork.NewRealClock(), 150 * time.Millisecond})) // a fires first when it races
 	b := newScheduler(t, storeB, WithInstanceID("b"), WithObserver(evB.observe))
 	for _, s := range []*Scheduler{a, b} {
 		require.NoError(t, s.Register("reset", Every(time.Second), job, WithTTL(30*time.Second)))
 	}
 	require.NoError(t, a.Start())
 	require.NoError(t, b.Start())
-	time.Sleep(4500 * time.Millisecond) // real time is the point of this test
+	// Real time is the point of this test. a runs the occurrences it is
+	// the preferred replica for (about half of them, by the occurrence's
+	// hash): wait until it has run one, then for two more occurrences.
+	for deadline := time.Now().Add(20 * time.Second); !reset.Load() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2500 * time.Millisecond)
 	shutdown(t, a)
 	shutdown(t, b)
 

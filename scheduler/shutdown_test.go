@@ -90,8 +90,9 @@ func TestScheduler_Shutdown_StuckJobKeepsLeaseUntilTTL(t *testing.T) {
 			return nil
 		}
 		const ttl = 3 * time.Second
-		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond))
-		b := newScheduler(t, store, WithInstanceID("b"))
+		// The replicas race (no preferred replica): a, ahead, wins.
+		a := newScheduler(t, store, WithInstanceID("a"), ahead(100*time.Millisecond), WithoutControlPlane())
+		b := newScheduler(t, store, WithInstanceID("b"), WithoutControlPlane())
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("stubborn", Every(time.Second), job, WithTTL(ttl)))
 			require.NoError(t, s.Start())
