@@ -30,20 +30,28 @@ func (s *acquireOutageStore) Acquire(ctx context.Context, key string, ttl time.D
 	return s.Store.Acquire(ctx, key, ttl, opts...)
 }
 
+// startOutageScheduler starts, 30s into the bubble, a scheduler on a
+// store whose acquires can be failed, with one job "report" that records
+// its runs, and an observer of its events.
+func startOutageScheduler(t *testing.T, every Schedule, ttl JobOption) (*acquireOutageStore, *runStarts, *events) {
+	t.Helper()
+	store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
+	rs, evs := &runStarts{}, &events{}
+	job := func(ctx context.Context) error { rs.record(ctx); return nil }
+	time.Sleep(30 * time.Second) // off the grid of the schedules used here
+	s := newScheduler(t, store, WithObserver(evs.observe))
+	require.NoError(t, s.Register("report", every, job, ttl))
+	require.NoError(t, s.Start())
+	synctest.Wait()
+	return store, rs, evs
+}
+
 // A trigger whose claim fails for longer than its retries (one TTL) is
 // asked for again until the store answers: when the store is back, the
 // trigger, still waiting there, runs within its time to live.
 func TestScheduler_Trigger_ClaimFailedIsAskedAgainAfterTheOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
-		var rs runStarts
-		var evs events
-		job := func(ctx context.Context) error { rs.record(ctx); return nil }
-		time.Sleep(30 * time.Second) // off the hourly grid: only triggers run
-		s := newScheduler(t, store, WithObserver(evs.observe))
-		require.NoError(t, s.Register("report", Every(time.Hour), job, WithTTL(2*time.Second)))
-		require.NoError(t, s.Start())
-		synctest.Wait()
+		store, rs, evs := startOutageScheduler(t, Every(time.Hour), WithTTL(2*time.Second))
 
 		store.down.Store(true)
 		_, err := store.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
@@ -64,21 +72,13 @@ func TestScheduler_Trigger_ClaimFailedIsAskedAgainAfterTheOutage(t *testing.T) {
 // have run out: when the store answers, the trigger runs within 1.5s.
 func TestScheduler_Trigger_RunsSoonAfterALongOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
-		var rs runStarts
-		var evs events
-		job := func(ctx context.Context) error { rs.record(ctx); return nil }
-		time.Sleep(30 * time.Second) // off the hourly grid: only triggers run
-		s := newScheduler(t, store, WithObserver(evs.observe))
-		require.NoError(t, s.Register("report", Every(time.Hour), job, WithTTL(time.Minute)))
-		require.NoError(t, s.Start())
-		synctest.Wait()
+		store, rs, evs := startOutageScheduler(t, Every(time.Hour), WithTTL(time.Minute))
 
 		store.down.Store(true)
 		_, err := store.AddTrigger(t.Context(), "job:report", "ops", 5*time.Minute)
 		require.NoError(t, err)
 		time.Sleep(40 * time.Second) // the claim's backoff reaches its longest wait
-		back := endOutageAfterATry(store, &evs)
+		back := endOutageAfterATry(store, evs)
 		time.Sleep(2 * time.Second)
 
 		runs := rs.all()
@@ -93,20 +93,12 @@ func TestScheduler_Trigger_RunsSoonAfterALongOutage(t *testing.T) {
 // the store comes back just after a try.
 func TestScheduler_Claim_RunsSoonAfterALongOutage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &acquireOutageStore{Store: newMemoryStore(t, nil)}
-		var rs runStarts
-		var evs events
-		job := func(ctx context.Context) error { rs.record(ctx); return nil }
-		time.Sleep(30 * time.Second) // the first occurrence is 10 minutes away
-		s := newScheduler(t, store, WithObserver(evs.observe))
-		require.NoError(t, s.Register("report", Every(10*time.Minute), job, WithTTL(time.Minute)))
-		require.NoError(t, s.Start())
-		synctest.Wait()
+		store, rs, evs := startOutageScheduler(t, Every(10*time.Minute), WithTTL(time.Minute))
 
 		store.down.Store(true)
 		time.Sleep(10*time.Minute + 40*time.Second) // the claim's backoff reaches its longest wait
 		require.NotEmpty(t, evs.of(EventAcquireRetrying), "the occurrence's claim met the outage")
-		back := endOutageAfterATry(store, &evs)
+		back := endOutageAfterATry(store, evs)
 		time.Sleep(5 * time.Second)
 
 		runs := rs.all()
