@@ -321,6 +321,12 @@ const (
 	// replicas that have the job claim it at once (published and read by
 	// the scheduler).
 	MessageUnclaimed MessageKind = "unclaimed"
+	// MessageFleet: replica Replica published or dropped its registry
+	// entry; the other replicas read the registry now rather than at their
+	// next refresh, so that their choices of a preferred replica per
+	// occurrence agree again at once (published and read by the
+	// scheduler).
+	MessageFleet MessageKind = "fleet"
 	// MessageResync: the subscription was restored after it dropped;
 	// messages may have been missed. Set by Subscribe only.
 	MessageResync MessageKind = "resync"
@@ -334,6 +340,7 @@ type Message struct {
 	Outcome string // for MessageDone: the run's Status.Outcome
 	Error   string // for MessageDone: the run's Status.Error
 	Round   int64  // for MessageOpen and MessageUnclaimed: the occurrence's round
+	Replica string // for MessageFleet: the replica whose entry changed
 }
 
 // Limits every Store enforces.

@@ -34,9 +34,12 @@ type controlPlane struct {
 
 	dirty  chan struct{} // a job was added or removed: publish again
 	resync chan struct{} // the control channel reconnected: look for triggers it may have missed
-	stop   chan struct{}
-	done   chan struct{}
-	unsub  func()
+	// changed: another replica announced that its registry entry changed
+	// (fleet.MessageFleet): read the registry now.
+	changed chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	unsub   func()
 
 	// indexFailing: the last read of the fleet's index of open
 	// occurrences failed (warned once, until a read works again). Only
@@ -109,7 +112,7 @@ func (s *Scheduler) startControlPlane() {
 	}
 	cp := &controlPlane{
 		s: s, store: fs, refresh: s.cfg.registryRefresh, started: s.cfg.clock.Now(),
-		dirty: make(chan struct{}, 1), resync: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		dirty: make(chan struct{}, 1), resync: make(chan struct{}, 1), changed: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		reported: make(map[string]bool),
 	}
 	s.control = cp
@@ -134,6 +137,20 @@ func (cp *controlPlane) close() {
 	defer cancel()
 	if err := cp.store.DropReplica(ctx, cp.s.cfg.instanceID); err != nil {
 		cp.s.log.Warn("could not remove this replica from the registry; it lapses by itself", slog.Any("error", err))
+		return
+	}
+	cp.announce(ctx)
+}
+
+// announce tells the other replicas that this replica's registry entry
+// changed (fleet.MessageFleet), so that they read the registry now: until
+// then their views of the fleet differ from this one's, and a choice of a
+// preferred replica that differs costs an extra claim (both think they
+// are chosen) or a grace of lateness (neither does). Without it they see
+// the change at their next refresh. A failure costs only that.
+func (cp *controlPlane) announce(ctx context.Context) {
+	if err := cp.store.Publish(ctx, fleet.Message{Kind: fleet.MessageFleet, Replica: cp.s.cfg.instanceID}); err != nil {
+		cp.s.log.Debug("could not announce a change of this replica's registry entry", slog.Any("error", err))
 	}
 }
 
@@ -163,6 +180,10 @@ func (cp *controlPlane) run() {
 			publish = true
 		case <-cp.resync:
 			cp.lookForTriggers()
+		case <-cp.changed:
+			if cp.readFleet() {
+				ticks = 0
+			}
 		case <-poll.Chan():
 			cp.lookForOpen()
 			if cp.offsetSent || !cp.s.view.Load().others() {
@@ -199,10 +220,14 @@ func (cp *controlPlane) run() {
 		if publish && cp.publish() {
 			publish, generation = false, -1
 			// Read the fleet now, not a refresh later: a replica that
-			// joins a running fleet stops racing at once.
+			// joins a running fleet stops racing at once. And tell the
+			// others, which read it too.
 			if cp.readFleet() {
 				ticks = 0
 			}
+			ctx, cancel := cp.opContext()
+			cp.announce(ctx)
+			cancel()
 		}
 		cp.subscribe()
 	}
@@ -246,6 +271,37 @@ func (cp *controlPlane) measureOffset() bool {
 	return true
 }
 
+// measureFirstOffset measures the clock offset before the entry is first
+// published, so that the first entry carries it. Published later, the
+// offset is a second publish, and each publish changes the generation: at
+// its next refresh every replica reads the whole registry again, each
+// entry with every job. A fleet of R replicas starting together then
+// reads R entries R times more, while its first firings are due. It takes
+// up to firstOffsetSamples reads of the store's time, fewer when one is
+// precise; without a precise one, the offset is published once measured
+// (measureOffset), as before.
+func (cp *controlPlane) measureFirstOffset() {
+	if cp.offsetMeasured {
+		return
+	}
+	if _, ok := cp.store.(fleet.ServerClock); !ok {
+		return
+	}
+	for range firstOffsetSamples {
+		cp.sampleOffset()
+		if cp.s.offset.precise() {
+			break
+		}
+	}
+	if off, ok := cp.s.offset.take(); ok {
+		cp.offset, cp.offsetMeasured = off, true
+	}
+}
+
+// firstOffsetSamples is how many reads of the store's time a replica takes
+// at most before its first publish.
+const firstOffsetSamples = 3
+
 // entryTTL is how long the registry entry lives unless refreshed.
 func (cp *controlPlane) entryTTL() time.Duration {
 	return (registryLapse * cp.refresh).Truncate(time.Millisecond)
@@ -258,6 +314,7 @@ func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
 // publish writes this replica's entry and reports the conflicts it has;
 // it reports whether the entry was written.
 func (cp *controlPlane) publish() bool {
+	cp.measureFirstOffset()
 	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh,
 		ClockOffset: cp.offset}
 	for _, j := range cp.s.jobsSnapshot() {
@@ -380,6 +437,14 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 	case fleet.MessageUnclaimed:
 		if j := cp.s.jobByKey(m.Key); j != nil && m.Round > 0 {
 			j.deliver(input{kind: inUnclaimed, f: firing{ms: m.Round}})
+		}
+	case fleet.MessageFleet:
+		if m.Replica == cp.s.cfg.instanceID {
+			return // this replica's own: it read the registry as it published
+		}
+		select {
+		case cp.changed <- struct{}{}:
+		default: // a read is pending already: it sees this change too
 		}
 	case fleet.MessageResync:
 		select {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
 	"github.com/cronguard/cronguard/lease/memory"
 )
@@ -27,12 +28,19 @@ func (s extendLosesStore) Extend(ctx context.Context, id string, ttl time.Durati
 }
 
 // crashedStore leaves its replica's registry entry behind when the
-// replica stops, as a crash does.
+// replica stops, and tells no one, as a crash does.
 type crashedStore struct {
 	*memory.Store
 }
 
 func (crashedStore) DropReplica(context.Context, string) error { return nil }
+
+func (c crashedStore) Publish(ctx context.Context, m fleet.Message) error {
+	if m.Kind == fleet.MessageFleet {
+		return nil
+	}
+	return c.Store.Publish(ctx, m)
+}
 
 // A preferred replica whose earlier run of a job still executes, its
 // lease lost, cannot run the job's next occurrence: it hands it over on
@@ -88,6 +96,8 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 		time.Sleep(time.Until(second) + 500*time.Millisecond)
 		for _, s := range scheds[:2] {
 			require.Len(t, s.view.Load().jobs["job:"+name].c.ids, 3, "gone is still in %s's view", s.cfg.instanceID)
+		}
+		for _, s := range scheds[:2] {
 			shutdown(t, s)
 		}
 

@@ -15,9 +15,10 @@ import (
 //
 // The samples are the replica's acquires, whose answers carry the store's
 // time of the acquire (lease.Lease.AcquiredAt), and, with a store that is
-// a fleet.ServerClock, one read of the store's time per registry refresh
-// (and per second until the first publish): a replica far behind may
-// never win an acquire. Sent at s and answered at r on the scheduler's
+// a fleet.ServerClock, up to three reads of the store's time before the
+// entry is first published (so that the first entry carries the offset),
+// then one per registry refresh (and per second until an offset is
+// published): a replica far behind may never win an acquire. Sent at s and answered at r on the scheduler's
 // clock, the store's time lies between them, so the offset is the
 // midpoint minus it, give or take half the round trip. Of the samples of
 // a period, the one with the shortest round trip is kept, as NTP does.
@@ -51,6 +52,14 @@ func (c *clockOffset) observe(sent, recv, server time.Time) {
 		c.best, c.offset = half, off
 	}
 	c.mu.Unlock()
+}
+
+// precise reports whether the period has a sample precise enough to
+// publish.
+func (c *clockOffset) precise() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.best != 0 && c.best <= offsetMaxError
 }
 
 // take returns the period's best sample, if it is precise enough, and

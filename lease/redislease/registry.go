@@ -164,15 +164,15 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 		if err != nil {
 			continue // lapsed between the two reads
 		}
-		var rec replicaRecord
-		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		rec, jobs, err := decodeEntry(raw)
+		if err != nil {
 			return nil, internalErr(op, "", fmt.Errorf("%w: the entry of replica %q is not JSON", lease.ErrInternal, ids[i]))
 		}
 		r := fleet.Replica{ID: rec.ID, Version: rec.Version, Started: time.UnixMilli(rec.StartedAt),
 			Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, Expires: expires[ids[i]],
 			ClockOffset: time.Duration(rec.OffsetMs) * time.Millisecond}
-		for _, j := range rec.Jobs {
-			r.Jobs = append(r.Jobs, fleet.Job(j))
+		if len(jobs) > 0 {
+			r.Jobs = jobs
 		}
 		out = append(out, r)
 	}

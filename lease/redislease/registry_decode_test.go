@@ -1,0 +1,139 @@
+package redislease
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+)
+
+// entryJSON is an entry as PublishReplica writes it.
+func entryJSON(t testing.TB, rec replicaRecord) string {
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// someEntry is an entry of n jobs.
+func someEntry(n int, offsetMs int64) replicaRecord {
+	rec := replicaRecord{ID: "replica-7f3a", Version: "v0.9.0", StartedAt: 1764130000123, RefreshMs: 5000, OffsetMs: offsetMs}
+	for i := range n {
+		name := fmt.Sprintf("report-%04d", i)
+		rec.Jobs = append(rec.Jobs, jobRecord{Name: name, Key: "cronguard:" + name, Schedule: "every 1m0s",
+			Spec: "every:60000000000+0", Fingerprint: "q0Jx1cM2Zb3vU8aW"})
+	}
+	return rec
+}
+
+// viaJSON decodes raw as encoding/json does, into what decodeEntry returns.
+func viaJSON(raw string) (replicaRecord, []fleet.Job, error) {
+	var rec replicaRecord
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return replicaRecord{}, nil, err
+	}
+	jobs := make([]fleet.Job, len(rec.Jobs))
+	for i, j := range rec.Jobs {
+		jobs[i] = fleet.Job(j)
+	}
+	rec.Jobs = nil
+	return rec, jobs, nil
+}
+
+func TestDecodeEntry_TheWrittenFormTakesTheFastPath(t *testing.T) {
+	for _, rec := range []replicaRecord{someEntry(3, 0), someEntry(3, -412), someEntry(0, 17), {ID: "r", Jobs: []jobRecord{}}} {
+		raw := entryJSON(t, rec)
+		got, jobs, ok := decodeEntryFast(raw)
+		require.True(t, ok, "an entry as written: %s", raw)
+		want, wantJobs, err := viaJSON(raw)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Equal(t, len(wantJobs), len(jobs))
+		if len(wantJobs) > 0 {
+			assert.Equal(t, wantJobs, jobs)
+		}
+	}
+}
+
+func TestDecodeEntry_OtherFormsGoToEncodingJSON(t *testing.T) {
+	written := entryJSON(t, someEntry(2, 5))
+	for name, raw := range map[string]string{
+		"an escaped name":           entryJSON(t, replicaRecord{ID: "r", Jobs: []jobRecord{{Name: "a&b <c>", Key: "k\"q"}}}),
+		"whitespace":                "{\"id\": \"r\", \"version\": \"v\", \"startedAt\": 1, \"refreshMs\": 2, \"jobs\": null}",
+		"another field order":       `{"version":"v","id":"r","startedAt":1,"refreshMs":2,"jobs":null}`,
+		"a field it does not know":  written[:len(written)-1] + `,"zone":"eu"}`,
+		"an older entry, no offset": `{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":[]}`,
+		"a float":                   `{"id":"r","version":"v","startedAt":1.0,"refreshMs":2,"jobs":null}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, jobs, err := decodeEntry(raw)
+			want, wantJobs, werr := viaJSON(raw)
+			if werr != nil {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Equal(t, wantJobs, jobs)
+		})
+	}
+	_, _, err := decodeEntry(`{"id":"r","jobs":[{"name":}]}`)
+	assert.Error(t, err, "text that is not JSON is refused")
+}
+
+// FuzzDecodeEntry holds decodeEntry to encoding/json on any text: the
+// fast path, when it takes the text, decodes it as encoding/json does, and
+// decodeEntry fails exactly when encoding/json does.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(entryJSON(f, someEntry(2, 0)))
+	f.Add(entryJSON(f, someEntry(1, -3)))
+	f.Add(entryJSON(f, replicaRecord{ID: "é\u2028", Jobs: []jobRecord{{Name: "<&>"}}}))
+	f.Add(`{"id":"r","version":"v","startedAt":-0,"refreshMs":012,"jobs":null}`)
+	f.Add(`{"id":"r","version":"v","startedAt":99999999999999999999,"refreshMs":2,"jobs":null}`)
+	f.Add(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"clockOffsetMs":0}`)
+	f.Add("{\"id\":\"\xff\",\"version\":\"v\",\"startedAt\":1,\"refreshMs\":2,\"jobs\":null}")
+	f.Fuzz(func(t *testing.T, raw string) {
+		want, wantJobs, werr := viaJSON(raw)
+		if rec, jobs, ok := decodeEntryFast(raw); ok {
+			require.NoError(t, werr, "the fast path took text encoding/json refuses")
+			require.Equal(t, want, rec)
+			require.Equal(t, len(wantJobs), len(jobs))
+			for i := range jobs {
+				require.Equal(t, wantJobs[i], jobs[i])
+			}
+		}
+		rec, jobs, err := decodeEntry(raw)
+		if werr != nil {
+			require.Error(t, err)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, rec)
+		require.Equal(t, len(wantJobs), len(jobs))
+	})
+}
+
+// BenchmarkDecodeEntry compares the fast path with encoding/json on an
+// entry of 1,000 jobs.
+func BenchmarkDecodeEntry(b *testing.B) {
+	raw := entryJSON(b, someEntry(1000, 12))
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, ok := decodeEntryFast(raw); !ok {
+				b.Fatal("not the fast form")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := viaJSON(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
