@@ -2,12 +2,17 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease/memory"
 )
 
 // viewOf returns the replicas in s's view for key, or nil when the key
@@ -39,6 +44,8 @@ func TestScheduler_ControlPlane_JoinAndLeaveSeenAtOnce(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, []string{"a"}, viewOf(a, "job:j"), "a alone")
 
+		time.Sleep(announceGap) // a read the registry as it started: the next read for an announcement may come at once
+
 		b := newScheduler(t, store, WithInstanceID("b"), WithRegistryRefresh(time.Hour))
 		require.NoError(t, b.Register("j", Every(time.Minute), noop))
 		require.NoError(t, b.Start())
@@ -46,8 +53,51 @@ func TestScheduler_ControlPlane_JoinAndLeaveSeenAtOnce(t *testing.T) {
 		assert.Equal(t, []string{"a", "b"}, viewOf(b, "job:j"), "b read the registry as it published")
 		assert.Equal(t, []string{"a", "b"}, viewOf(a, "job:j"), "a read it when b announced its entry")
 
+		time.Sleep(announceGap)
 		shutdown(t, b)
 		synctest.Wait()
 		assert.Equal(t, []string{"a"}, viewOf(a, "job:j"), "a read it when b announced it left")
+	})
+}
+
+// readsCounted counts the registry reads of one replica.
+type readsCounted struct {
+	*memory.Store
+	reads atomic.Int64
+}
+
+func (r *readsCounted) Replicas(ctx context.Context) ([]fleet.Replica, error) {
+	r.reads.Add(1)
+	return r.Store.Replicas(ctx)
+}
+
+// Replicas that start together announce themselves together; a replica
+// reads the registry for their announcements at most once per announceGap,
+// not once per replica, and its view then has them all.
+func TestScheduler_ControlPlane_AnnouncementsReadAtMostOncePerGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMemoryStore(t, nil)
+		noop := func(context.Context) error { return nil }
+		counted := &readsCounted{Store: mem}
+		a := newScheduler(t, counted, WithInstanceID("a"), WithRegistryRefresh(time.Hour))
+		require.NoError(t, a.Register("j", Every(time.Minute), noop))
+		require.NoError(t, a.Start())
+		time.Sleep(announceGap)
+		synctest.Wait()
+		before := counted.reads.Load()
+
+		ids := []string{"a"}
+		for i := range 8 {
+			id := fmt.Sprintf("r%d", i)
+			s := newScheduler(t, mem, WithInstanceID(id), WithRegistryRefresh(time.Hour))
+			require.NoError(t, s.Register("j", Every(time.Minute), noop))
+			require.NoError(t, s.Start())
+			ids = append(ids, id)
+			time.Sleep(100 * time.Millisecond) // a rolling start
+		}
+		time.Sleep(announceGap)
+		synctest.Wait()
+		assert.Equal(t, ids, viewOf(a, "job:j"), "a's view has every replica one gap after the last announced itself")
+		assert.LessOrEqual(t, counted.reads.Load()-before, int64(2), "8 announcements within 0.8 s: a read at the first and one gap later")
 	})
 }

@@ -22,7 +22,7 @@ import (
 // script: TIME and ZRANGEBYSCORE), and nothing else. Each replica's fake
 // clock is advanced one period at a time; the registry's refresh (an hour)
 // and the jobs (daily) do not come due.
-func TestScheduler_Resume_DetectionIsConstant(t *testing.T) {
+func TestScheduler_Resume_DetectionIsConstantOnRedis(t *testing.T) {
 	t.Parallel()
 	const replicas, periods = 3, 5
 	perPeriod := func(t *testing.T, jobs int) map[string]float64 {

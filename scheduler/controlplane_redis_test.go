@@ -43,7 +43,7 @@ func callsByCommand(t *testing.T, c rueidis.Client) map[string]int64 {
 // run status and the pause check, a run still costs two scripts, one to
 // acquire and one to release (the status rides in the release, the pause
 // in the acquire).
-func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
+func TestScheduler_ControlPlane_NoRoundTripPerRunOnRedis(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartRedis(t)
 	admin := srv.Client(t)
@@ -91,7 +91,7 @@ func TestScheduler_ControlPlane_NoRoundTripPerRun(t *testing.T) {
 // jobs as for 10,000. The refreshes are driven by a fake clock, one at a time, so a
 // loaded machine can neither let the entry lapse (its TTL runs on the
 // server's clock: minutes here) nor run two refreshes into one window.
-func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
+func TestScheduler_ControlPlane_RefreshIsConstantOnRedis(t *testing.T) {
 	t.Parallel()
 	const refresh = time.Minute
 	perRefresh := func(t *testing.T, jobs int) map[string]float64 {
@@ -133,7 +133,7 @@ func TestScheduler_ControlPlane_RefreshIsConstant(t *testing.T) {
 		shutdown(t, s)
 		// The fake clock's ticks also read the index of open occurrences
 		// (one script: TIME and ZRANGEBYSCORE), measured on its own by
-		// TestScheduler_Resume_DetectionIsConstant.
+		// TestScheduler_Resume_DetectionIsConstantOnRedis.
 		polls := calls["zrangebyscore"]
 		calls["evalsha"] -= polls
 		calls["time"] -= polls

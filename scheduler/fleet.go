@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/cronguard/cronguard/fleet"
 )
 
@@ -35,7 +37,8 @@ type controlPlane struct {
 	dirty  chan struct{} // a job was added or removed: publish again
 	resync chan struct{} // the control channel reconnected: look for triggers it may have missed
 	// changed: another replica announced that its registry entry changed
-	// (fleet.MessageFleet): read the registry now.
+	// (fleet.MessageFleet): read the registry now, or when announceGap
+	// has passed since the last read.
 	changed chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -45,6 +48,10 @@ type controlPlane struct {
 	// occurrences failed (warned once, until a read works again). Only
 	// the control loop reads and writes it.
 	indexFailing bool
+
+	// lastRead is when the registry was last read. Only the control loop
+	// reads and writes it.
+	lastRead time.Time
 
 	// The clock offset published in the entry (offset.go): offset is the
 	// latest measure worth publishing, offsetMeasured whether there is one,
@@ -172,6 +179,13 @@ func (cp *controlPlane) run() {
 	var generation int64 = -1
 	publish := false // the entry must be written (again); tried now and then at every tick until it is
 	ticks := 0       // since the fleet was last read
+	var readLater clockwork.Timer // an announced change waits for announceGap
+	var readLaterC <-chan time.Time
+	defer func() {
+		if readLater != nil {
+			readLater.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-cp.stop:
@@ -181,6 +195,19 @@ func (cp *controlPlane) run() {
 		case <-cp.resync:
 			cp.lookForTriggers()
 		case <-cp.changed:
+			if readLaterC != nil {
+				break // a read is due: it sees this change too
+			}
+			if wait := announceGap - cp.s.cfg.clock.Since(cp.lastRead); wait > 0 {
+				readLater = cp.s.cfg.clock.NewTimer(wait)
+				readLaterC = readLater.Chan()
+				break
+			}
+			if cp.readFleet() {
+				ticks = 0
+			}
+		case <-readLaterC:
+			readLater, readLaterC = nil, nil
 			if cp.readFleet() {
 				ticks = 0
 			}
@@ -298,6 +325,12 @@ func (cp *controlPlane) measureFirstOffset() {
 	}
 }
 
+// announceGap is the least time between two reads of the registry for
+// changes other replicas announce: when a fleet starts or restarts all at
+// once, each replica reads the registry (every entry, with every job) at
+// most once per gap, not once per replica that joins.
+const announceGap = time.Second
+
 // firstOffsetSamples is how many reads of the store's time a replica takes
 // at most before its first publish.
 const firstOffsetSamples = 3
@@ -369,6 +402,7 @@ func (cp *controlPlane) readFleet() bool {
 		}
 	}
 	cp.s.view.Store(newFleetView(self, all, mine))
+	cp.lastRead = cp.s.cfg.clock.Now()
 	return true
 }
 

@@ -63,7 +63,7 @@ func TestScheduler_Run_RealRedisOncePerOccurrence(t *testing.T) {
 // that command is the run's release. The release retries within its bound,
 // so the lease is released and the next occurrence runs on time, instead of
 // every replica skipping the job until the TTL (30s here) runs out.
-func TestScheduler_Run_ReleaseRetriesAfterConnectionReset(t *testing.T) {
+func TestScheduler_Run_ReleaseRetriesAfterARedisConnectionReset(t *testing.T) {
 	t.Parallel()
 	srv := testutil.StartRedis(t)
 	proxy := testutil.NewProxy(t, srv.Addr)

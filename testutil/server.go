@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -64,10 +65,41 @@ func chosenServer() (server, error) {
 	}
 }
 
+// serverTests, when set (SelectServerTests), is the pattern every test
+// of this test binary that starts a server must match by its top-level
+// name.
+var serverTests *regexp.Regexp
+
+// SelectServerTests declares, from a package's TestMain, that the tests of
+// the package that start a server are those whose top-level name matches
+// pattern, so that a run on another server can select them alone with
+// go test -run pattern (./scripts/test's Valkey step does so for the
+// scheduler, whose other tests use an in-memory store and gain nothing
+// from a second run). Every helper that starts a server then fails a test
+// whose name does not match, saying so: such a test would drop out of
+// those runs unnoticed.
+func SelectServerTests(pattern string) {
+	serverTests = regexp.MustCompile(pattern)
+}
+
+// checkServerTest fails t if SelectServerTests was called and t's
+// top-level name does not match its pattern.
+func checkServerTest(t testing.TB) {
+	t.Helper()
+	if serverTests == nil {
+		return
+	}
+	top, _, _ := strings.Cut(t.Name(), "/")
+	if !serverTests.MatchString(top) {
+		t.Fatalf("testutil: %s starts a server, but its name does not match %q, by which this package's tests that start one are selected for the runs on other servers (scripts/test's Valkey step): rename it", top, serverTests)
+	}
+}
+
 // serverBinary returns the server binary chosen by ServerEnv. The test
 // fails at once, saying how to install it, if it cannot be found.
 func serverBinary(t testing.TB) string {
 	t.Helper()
+	checkServerTest(t)
 	s, err := chosenServer()
 	if err != nil {
 		t.Fatal(err)
