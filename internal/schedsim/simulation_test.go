@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	flagSeeds  = flag.Int("sim.seeds", 300, "how many seeds TestSimulation runs (from -sim.first)")
+	flagSeeds  = flag.Int("sim.seeds", 150, "how many seeds TestSimulation runs (from -sim.first)")
 	flagFirst  = flag.Int64("sim.first", 1, "the first seed TestSimulation runs")
 	flagSeed   = flag.Int64("sim.seed", 0, "run this seed only, and print its violations")
 	flagLong   = flag.Bool("sim.long", false, "run seeds until -sim.occurrences simulated occurrences, and print figures")
