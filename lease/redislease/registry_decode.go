@@ -26,6 +26,11 @@ func decodeEntry(raw string) (replicaRecord, []fleet.Job, error) {
 	if rec, jobs, ok := decodeEntryFast(raw); ok {
 		return rec, jobs, nil
 	}
+	return decodeEntryJSON(raw)
+}
+
+// decodeEntryJSON decodes a registry entry with encoding/json.
+func decodeEntryJSON(raw string) (replicaRecord, []fleet.Job, error) {
 	var rec replicaRecord
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return replicaRecord{}, nil, err

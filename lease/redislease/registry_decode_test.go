@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/cronguard/cronguard/fleet"
 )
 
 // entryJSON is an entry as PublishReplica writes it.
@@ -29,26 +27,12 @@ func someEntry(n int, offsetMs int64) replicaRecord {
 	return rec
 }
 
-// viaJSON decodes raw as encoding/json does, into what decodeEntry returns.
-func viaJSON(raw string) (replicaRecord, []fleet.Job, error) {
-	var rec replicaRecord
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return replicaRecord{}, nil, err
-	}
-	jobs := make([]fleet.Job, len(rec.Jobs))
-	for i, j := range rec.Jobs {
-		jobs[i] = fleet.Job(j)
-	}
-	rec.Jobs = nil
-	return rec, jobs, nil
-}
-
 func TestDecodeEntry_TheWrittenFormTakesTheFastPath(t *testing.T) {
 	for _, rec := range []replicaRecord{someEntry(3, 0), someEntry(3, -412), someEntry(0, 17), {ID: "r", Jobs: []jobRecord{}}} {
 		raw := entryJSON(t, rec)
 		got, jobs, ok := decodeEntryFast(raw)
 		require.True(t, ok, "an entry as written: %s", raw)
-		want, wantJobs, err := viaJSON(raw)
+		want, wantJobs, err := decodeEntryJSON(raw)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 		assert.Equal(t, len(wantJobs), len(jobs))
@@ -70,7 +54,7 @@ func TestDecodeEntry_OtherFormsGoToEncodingJSON(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, jobs, err := decodeEntry(raw)
-			want, wantJobs, werr := viaJSON(raw)
+			want, wantJobs, werr := decodeEntryJSON(raw)
 			if werr != nil {
 				assert.Error(t, err)
 				return
@@ -96,7 +80,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"clockOffsetMs":0}`)
 	f.Add("{\"id\":\"\xff\",\"version\":\"v\",\"startedAt\":1,\"refreshMs\":2,\"jobs\":null}")
 	f.Fuzz(func(t *testing.T, raw string) {
-		want, wantJobs, werr := viaJSON(raw)
+		want, wantJobs, werr := decodeEntryJSON(raw)
 		if rec, jobs, ok := decodeEntryFast(raw); ok {
 			require.NoError(t, werr, "the fast path took text encoding/json refuses")
 			require.Equal(t, want, rec)
@@ -131,7 +115,7 @@ func BenchmarkDecodeEntry(b *testing.B) {
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := viaJSON(raw); err != nil {
+			if _, _, err := decodeEntryJSON(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
