@@ -177,8 +177,8 @@ func (cp *controlPlane) run() {
 	poll := cp.s.cfg.clock.NewTicker(resumePoll) // the fleet's index of open occurrences (resume.go)
 	defer poll.Stop()
 	var generation int64 = -1
-	publish := false // the entry must be written (again); tried now and then at every tick until it is
-	ticks := 0       // since the fleet was last read
+	publish := false              // the entry must be written (again); tried now and then at every tick until it is
+	ticks := 0                    // since the fleet was last read
 	var readLater clockwork.Timer // an announced change waits for announceGap
 	var readLaterC <-chan time.Time
 	defer func() {
