@@ -2,7 +2,7 @@ package redislease
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
 	"slices"
 	"strconv"
@@ -59,18 +59,9 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	if err := checkEntryTTL(op, ttl); err != nil {
 		return nil, err
 	}
-	rec := replicaRecord{ID: r.ID, Version: r.Version, StartedAt: r.Started.UnixMilli(), RefreshMs: r.Refresh.Milliseconds(),
-		OffsetMs: r.ClockOffset.Milliseconds()}
-	for _, j := range r.Jobs {
-		rec.Jobs = append(rec.Jobs, jobRecord(j))
-	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return nil, internalErr(op, "", err)
-	}
 	fk := fleetKeysFor(s.prefix)
 	resp := registryPublishScript.Exec(ctx, s.client, []string{fk.replicas, fk.entry + r.ID, fk.generation},
-		[]string{r.ID, string(raw), strconv.FormatInt(ttl.Milliseconds(), 10)})
+		[]string{r.ID, encodeEntry(r), strconv.FormatInt(ttl.Milliseconds(), 10)})
 	if err := resp.Error(); err != nil {
 		return nil, wrapErr(ctx, op, "", err)
 	}

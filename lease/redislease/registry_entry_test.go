@@ -3,13 +3,17 @@ package redislease
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
 )
 
-// entryJSON is an entry as PublishReplica writes it.
+// entryJSON is rec as encoding/json writes it.
 func entryJSON(t testing.TB, rec replicaRecord) string {
 	raw, err := json.Marshal(rec)
 	require.NoError(t, err)
@@ -118,6 +122,69 @@ func BenchmarkDecodeEntry(b *testing.B) {
 			if _, _, err := decodeEntryJSON(raw); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzEncodeEntry holds encodeEntry to encoding/json: the same bytes as
+// json.Marshal of the replicaRecord, whatever the strings hold.
+func FuzzEncodeEntry(f *testing.F) {
+	f.Add("replica-1", "v1", "job:a", "every 1m0s", "q0Jx", int64(1764130000123), int64(5000), int64(-12), 2)
+	f.Add("r\xff", "<&>", "\u2028\"", "\t", "", int64(-1), int64(0), int64(0), 0)
+	f.Fuzz(func(t *testing.T, id, version, name, schedule, fp string, startedMs, refreshMs, offsetMs int64, jobs int) {
+		r := fleet.Replica{ID: id, Version: version, Started: time.UnixMilli(startedMs),
+			Refresh: time.Duration(refreshMs) * time.Millisecond, ClockOffset: time.Duration(offsetMs) * time.Millisecond}
+		rec := replicaRecord{ID: id, Version: version, StartedAt: startedMs, RefreshMs: refreshMs, OffsetMs: offsetMs}
+		for i := range jobs % 4 {
+			j := fleet.Job{Name: name + strconv.Itoa(i), Key: "job:" + name, Schedule: schedule, Spec: schedule + fp, Fingerprint: fp}
+			r.Jobs = append(r.Jobs, j)
+			rec.Jobs = append(rec.Jobs, jobRecord(j))
+		}
+		if time.Duration(refreshMs)*time.Millisecond/time.Millisecond != time.Duration(refreshMs) ||
+			time.Duration(offsetMs)*time.Millisecond/time.Millisecond != time.Duration(offsetMs) ||
+			time.UnixMilli(startedMs).UnixMilli() != startedMs {
+			return // not a value a Replica holds
+		}
+		require.Equal(t, entryJSON(t, rec), encodeEntry(r))
+	})
+}
+
+func TestEncodeEntry_NoJobsIsNull(t *testing.T) {
+	for _, jobs := range [][]fleet.Job{nil, {}} {
+		raw := encodeEntry(fleet.Replica{ID: "r", Jobs: jobs})
+		assert.Contains(t, raw, `"jobs":null`)
+		assert.Equal(t, entryJSON(t, replicaRecord{ID: "r", StartedAt: time.Time{}.UnixMilli()}), raw)
+	}
+}
+
+// BenchmarkEncodeEntry compares encodeEntry with encoding/json (as
+// PublishReplica encoded before) on an entry of 1,000 jobs.
+func BenchmarkEncodeEntry(b *testing.B) {
+	rec := someEntry(1000, 12)
+	r := fleet.Replica{ID: rec.ID, Version: rec.Version, Started: time.UnixMilli(rec.StartedAt),
+		Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, ClockOffset: 12 * time.Millisecond}
+	for _, j := range rec.Jobs {
+		r.Jobs = append(r.Jobs, fleet.Job(j))
+	}
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = encodeEntry(r)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			out := replicaRecord{ID: r.ID, Version: r.Version, StartedAt: r.Started.UnixMilli(), RefreshMs: r.Refresh.Milliseconds(),
+				OffsetMs: r.ClockOffset.Milliseconds()}
+			for _, j := range r.Jobs {
+				out.Jobs = append(out.Jobs, jobRecord(j))
+			}
+			raw, err := json.Marshal(out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = string(raw)
 		}
 	})
 }
