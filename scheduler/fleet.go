@@ -179,7 +179,7 @@ func (cp *controlPlane) run() {
 	var generation int64 = -1
 	publish := false              // the entry must be written (again); tried now and then at every tick until it is
 	ticks := 0                    // since the fleet was last read
-	var readLater clockwork.Timer // an announced change waits for announceGap
+	var readLater clockwork.Timer // the read for an announced change, due a gap after the last read
 	var readLaterC <-chan time.Time
 	defer func() {
 		if readLater != nil {
@@ -195,16 +195,11 @@ func (cp *controlPlane) run() {
 		case <-cp.resync:
 			cp.lookForTriggers()
 		case <-cp.changed:
-			if readLaterC != nil {
-				break // a read is due: it sees this change too
-			}
-			if wait := announceGap - cp.s.cfg.clock.Since(cp.lastRead); wait > 0 {
-				readLater = cp.s.cfg.clock.NewTimer(wait)
+			if readLaterC == nil { // else a read is due: it sees this change too
+				// At once (a timer of 0 fires at once) if the last read
+				// is a gap old.
+				readLater = cp.s.cfg.clock.NewTimer(max(announceGap-cp.s.cfg.clock.Since(cp.lastRead), 0))
 				readLaterC = readLater.Chan()
-				break
-			}
-			if cp.readFleet() {
-				ticks = 0
 			}
 		case <-readLaterC:
 			readLater, readLaterC = nil, nil
