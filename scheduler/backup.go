@@ -73,7 +73,7 @@ type backupQueue struct {
 type backupTask struct {
 	t     claimTask
 	due   time.Time // when the pass looks at it (next)
-	until time.Time // the last time the pass may put it back for a first choice still claiming
+	until time.Time // the last time the pass may put it back for a first choice still claiming (add)
 	first string    // its first choice's replica ID ("" with none)
 }
 
@@ -85,6 +85,12 @@ func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{
 // clock reaches the occurrence. A trigger or a resumed attempt reaches
 // every replica at the same moment, whatever its clock, and waits the
 // grace alone.
+//
+// A scheduled firing may wait for a first choice seen claiming until its
+// claim's retries would end (retryUntil: the next occurrence less
+// min(gap/10, 1s)): a loaded first choice works through a large firing
+// group for most of the gap, and a backup that stopped waiting at half of
+// it doubled the claims of the load that made it late.
 func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
 	now := s.cfg.clock.Now()
 	wait := BackupGrace
@@ -92,7 +98,13 @@ func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
 		wait = ch.backupWait()
 	}
 	due := now.Add(wait)
-	q.put(backupTask{t: t, due: due, until: due.Add(max(t.f.maxSkew()-BackupGrace, 0)), first: ch.firstID()})
+	until := due
+	if t.f.kind == firedBySchedule {
+		if u := s.retryUntil(t.f); u.After(until) {
+			until = u
+		}
+	}
+	q.put(backupTask{t: t, due: due, until: until, first: ch.firstID()})
 }
 
 // put queues bt (again); after Shutdown it answers it errClaimStopped.

@@ -132,6 +132,70 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
 	})
 }
 
+// A backup waits for a first choice seen claiming until its own claim's
+// retries would end, not half the gap: replica a claims its first-choice
+// jobs one at a time, the busiest firing's last about 800ms after the
+// occurrence, past half the 1s gap. b sees a claiming at each look and
+// waits until a has claimed them all. Every occurrence whose first choice
+// is a runs on a, once.
+func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaimingPastHalfTheGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		ids := []string{"a", "b"}
+		keys := make([]string, 16)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job:j%d", k)
+		}
+		occurrence := func(o int) int64 { return time.Date(2000, 1, 1, 0, 0, o, 0, time.UTC).UnixMilli() }
+		// a's claims of its busiest firing span 800ms, one at least every
+		// half grace, so that b sees a claiming at every look.
+		mine := map[string]string{}
+		for _, k := range keys {
+			mine[k] = "fp"
+		}
+		roles := newFleetView("b", fleetOf(ids, keys), mine)
+		busiest := 0
+		for o := 1; o <= 10; o++ {
+			n := 0
+			for _, key := range keys {
+				if roles.role(key, occurrence(o)) == roleBackup {
+					n++
+				}
+			}
+			busiest = max(busiest, n)
+		}
+		perAcquire := 800 * time.Millisecond / time.Duration(busiest)
+		require.Less(t, perAcquire, backupRecheck, "a claims at least once between two of b's looks")
+
+		ran := newRanBy(t)
+		var scheds []*Scheduler
+		for _, id := range ids {
+			var st lease.Store = store
+			if id == "a" {
+				st = newSlowStore(store, perAcquire)
+			}
+			s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
+			for k := range keys {
+				require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
+			}
+			setView(s, ids, keys...)
+			scheds = append(scheds, s)
+		}
+		runFor(t, scheds, 10*time.Second)
+
+		for k, key := range keys {
+			name := fmt.Sprintf("j%d", k)
+			for o := 2; o <= 9; o++ {
+				by, ok := ran.runs[name][occurrence(o)]
+				require.True(t, ok, "%s at %ds ran", name, o)
+				if roles.role(key, occurrence(o)) == roleBackup { // b is the backup: a is the first choice
+					assert.Equal(t, "a", by, "%s at %ds: its first choice, seen claiming, was waited for past half the gap", name, o)
+				}
+			}
+		}
+	})
+}
+
 // A backup whose clock runs ahead of its first choice's adds the
 // difference, as their registry entries tell it, to its grace: replica a
 // runs 400ms behind the store, b 400ms ahead, so b fires 800ms before a.

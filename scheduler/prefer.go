@@ -62,8 +62,9 @@ import (
 // lateness. It should exceed a claim's round trip and the error of the
 // offsets: a backup that looks earlier claims first (the run is still
 // single; only the spread suffers). A backup that sees its first choice
-// claiming part of a firing looks again, every half grace, up to half
-// the gap to the next occurrence (checkBackups).
+// claiming part of a firing looks again, every half grace, until its own
+// claim's retries would end: the next occurrence less min(gap/10, 1s)
+// (checkBackups).
 const BackupGrace = 250 * time.Millisecond
 
 // errNotChosen answers a scheduled firing that this replica is not
