@@ -280,6 +280,20 @@ type BatchReleaser interface {
 	ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []Status, triggers []int, errs []error)
 }
 
+// TriggerCounter is implemented by stores that count the live triggers
+// of many keys in one round trip; lease/redislease and lease/memory
+// implement it. A scheduler looks for the triggers that wait for its jobs
+// when it subscribes to the control channel and at each resync: one call
+// per job would hold its control loop for seconds at thousands of jobs.
+//
+// PendingTriggersBatch sets counts[i] to PendingTriggers(keys[i]); counts
+// must be as long as keys. The counts are read at one store time, not as
+// one snapshot. A key that is not valid fails the whole call with
+// lease.ErrInvalidArgument, before any I/O; a store error fails it too.
+type TriggerCounter interface {
+	PendingTriggersBatch(ctx context.Context, keys []string, counts []int) error
+}
+
 // JobState is what a store holds about one job's key, read by one
 // JobState call at the store's time Now.
 type JobState struct {

@@ -484,21 +484,63 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 }
 
 // lookForTriggers looks for triggers that wait for this replica's jobs,
-// which a dropped subscription may have missed: a store read per job,
-// after a reconnect only, on the registry goroutine (not the
-// subscription's), and stopped by close.
+// which no subscription heard of (queued before this replica subscribed,
+// or while its subscription was down), on the control loop (not the
+// subscription's goroutine), stopped by close. A store that is a
+// fleet.TriggerCounter is asked for triggerBatch jobs per round trip:
+// one read per job held the control loop, and with it the fleet's
+// announcements and the registry's refresh, for seconds at 10,000 jobs.
 func (cp *controlPlane) lookForTriggers() {
-	for _, j := range cp.s.jobsSnapshot() {
-		select {
-		case <-cp.stop:
-			return
-		default:
+	jobs := cp.s.jobsSnapshot()
+	tc, batched := cp.store.(fleet.TriggerCounter)
+	if !batched {
+		for _, j := range jobs {
+			if cp.stopped() {
+				return
+			}
+			ctx, cancel := cp.opContext()
+			n, err := cp.store.PendingTriggers(ctx, j.key)
+			cancel()
+			if err == nil && n > 0 {
+				j.deliver(input{kind: inTrigger})
+			}
+		}
+		return
+	}
+	keys := make([]string, 0, min(len(jobs), triggerBatch))
+	counts := make([]int, min(len(jobs), triggerBatch))
+	for len(jobs) > 0 && !cp.stopped() {
+		chunk := jobs[:min(len(jobs), triggerBatch)]
+		jobs = jobs[len(chunk):]
+		keys = keys[:0]
+		for _, j := range chunk {
+			keys = append(keys, j.key)
 		}
 		ctx, cancel := cp.opContext()
-		n, err := cp.store.PendingTriggers(ctx, j.key)
+		err := tc.PendingTriggersBatch(ctx, keys, counts[:len(keys)])
 		cancel()
-		if err == nil && n > 0 {
-			j.deliver(input{kind: inTrigger})
+		if err != nil {
+			cp.s.log.Debug("could not look for waiting triggers; they run after the job's next run instead", slog.Any("error", err))
+			continue
 		}
+		for i, j := range chunk {
+			if counts[i] > 0 {
+				j.deliver(input{kind: inTrigger})
+			}
+		}
+	}
+}
+
+// triggerBatch is how many jobs' triggers lookForTriggers asks a
+// fleet.TriggerCounter for in one round trip.
+const triggerBatch = 1000
+
+// stopped reports whether close asked the control loop to stop.
+func (cp *controlPlane) stopped() bool {
+	select {
+	case <-cp.stop:
+		return true
+	default:
+		return false
 	}
 }

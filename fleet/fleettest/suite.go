@@ -39,6 +39,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Trigger/OccurrenceFollowsEveryClaim", testTriggerOccurrenceFollowsEveryClaim},
 		{"Trigger/WaitsWhilePaused", testTriggerWaitsWhilePaused},
 		{"Trigger/LiveBehindManyExpired", testTriggerLiveBehindManyExpired},
+		{"Trigger/CountedInOneBatch", testTriggerBatch},
 		{"Status/RecordedByTheHolder", testStatus},
 		{"Status/NotByALostLease", testStatusLost},
 		{"Status/ReleaseBatchAnswersAsOneByOne", testReleaseBatch},

@@ -155,6 +155,33 @@ func (s *Store) PendingTriggers(ctx context.Context, key string) (int, error) {
 	return len(s.triggers.live(key, s.now())), nil
 }
 
+// PendingTriggersBatch sets counts[i] to the number of live triggers
+// waiting for keys[i] (fleet.TriggerCounter), all at one instant.
+func (s *Store) PendingTriggersBatch(ctx context.Context, keys []string, counts []int) error {
+	const op = "triggers"
+	if len(counts) < len(keys) {
+		return opError(op, fmt.Errorf("%w: counts must be as long as keys", lease.ErrInvalidArgument))
+	}
+	nkeys := make([]string, len(keys))
+	for i, k := range keys {
+		nk, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opError(op, err)
+		}
+		nkeys[i] = nk
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for i, k := range nkeys {
+		counts[i] = len(s.triggers.live(k, now))
+	}
+	return nil
+}
+
 // newTriggerID returns a fresh trigger ID: 12 random bytes, base64url.
 func newTriggerID() string {
 	var b [12]byte

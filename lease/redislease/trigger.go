@@ -167,6 +167,47 @@ func (s *Store) PendingTriggers(ctx context.Context, key string) (int, error) {
 	return liveTriggers(entries, now.UnixMilli()), nil
 }
 
+// PendingTriggersBatch sets counts[i] to the number of live triggers
+// waiting for keys[i] (fleet.TriggerCounter): one TIME and one LRANGE per
+// key, pipelined in one round trip, read-only (no script). The keys may
+// lie in any slots: on a cluster, rueidis sends each command to its
+// key's node.
+func (s *Store) PendingTriggersBatch(ctx context.Context, keys []string, counts []int) error {
+	const op = "triggers"
+	if len(counts) < len(keys) {
+		return opErr(op, "", fmt.Errorf("%w: counts must be as long as keys", lease.ErrInvalidArgument))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, 0, len(keys)+1)
+	cmds = append(cmds, s.client.B().Time().Build())
+	for _, k := range keys {
+		nkey, err := lease.NormalizeKey(k)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		ks, err := keysFor(s.prefix, nkey)
+		if err != nil {
+			return opErr(op, "", err)
+		}
+		cmds = append(cmds, s.client.B().Lrange().Key(ks.trigger(s.prefix)).Start(0).Stop(-1).Build())
+	}
+	res := s.client.DoMulti(ctx, cmds...)
+	now, err := serverTime(res[0])
+	if err != nil {
+		return wrapErr(ctx, op, "", err)
+	}
+	for i, r := range res[1:] {
+		entries, err := r.AsStrSlice()
+		if err != nil {
+			return wrapErr(ctx, op, "", err)
+		}
+		counts[i] = liveTriggers(entries, now.UnixMilli())
+	}
+	return nil
+}
+
 // liveTriggers counts the entries of a trigger queue
 // ("<expiresAtMs>|<queuedAtMs>|<id>") that have not expired at nowMs.
 func liveTriggers(entries []string, nowMs int64) int {
