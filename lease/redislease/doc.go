@@ -13,9 +13,9 @@
 // with EVALSHA (EVAL when the server answers NOSCRIPT), so it takes one
 // round trip and runs atomically. The fleet's reads (Replicas, JobState,
 // PauseOf, PendingTriggers, PendingTriggersBatch) are plain read commands,
-// pipelined, so that a
-// Redis user who may run no script can make them (docs/redis-acl.md). Set DisableCache: true on the client unless you
-// use client-side caching elsewhere; the store does not need it.
+// pipelined, so that a Redis user who may run no script can make them
+// (docs/redis-acl.md). Set DisableCache: true on the client unless you use
+// client-side caching elsewhere; the store does not need it.
 //
 // # What it guarantees
 //
