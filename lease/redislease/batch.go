@@ -88,17 +88,11 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 	if len(keys) == 0 {
 		return nil
 	}
-	cmds := make(rueidis.Commands, len(keys))
-	for i, k := range keys {
-		nkey, err := lease.NormalizeKey(k)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		ks, err := keysFor(s.prefix, nkey)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		cmds[i] = s.client.B().Get().Key(ks.round).Build()
+	cmds, err := s.keyReads(op, keys, make(rueidis.Commands, 0, len(keys)), func(ks keyset) rueidis.Completed {
+		return s.client.B().Get().Key(ks.round).Build()
+	})
+	if err != nil {
+		return err
 	}
 	for i, resp := range s.client.DoMulti(ctx, cmds...) {
 		v, err := resp.ToString()
@@ -127,17 +121,11 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 	if len(keys) == 0 {
 		return nil
 	}
-	cmds := make(rueidis.Commands, len(keys))
-	for i, k := range keys {
-		nkey, err := lease.NormalizeKey(k)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		ks, err := keysFor(s.prefix, nkey)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		cmds[i] = s.client.B().Get().Key(ks.status(s.prefix)).Build()
+	cmds, err := s.keyReads(op, keys, make(rueidis.Commands, 0, len(keys)), func(ks keyset) rueidis.Completed {
+		return s.client.B().Get().Key(ks.status(s.prefix)).Build()
+	})
+	if err != nil {
+		return err
 	}
 	for i, resp := range s.client.DoMulti(ctx, cmds...) {
 		v, err := resp.ToString()
@@ -159,4 +147,23 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 		}
 	}
 	return nil
+}
+
+// keyReads appends to cmds one read command per key of keys, made by build
+// from the key's keyset: the pipelined reads of LastRounds, LastRuns and
+// PendingTriggersBatch. A key that is not valid fails the call, before
+// any I/O.
+func (s *Store) keyReads(op string, keys []string, cmds rueidis.Commands, build func(keyset) rueidis.Completed) (rueidis.Commands, error) {
+	for _, k := range keys {
+		nkey, err := lease.NormalizeKey(k)
+		if err != nil {
+			return nil, opErr(op, "", err)
+		}
+		ks, err := keysFor(s.prefix, nkey)
+		if err != nil {
+			return nil, opErr(op, "", err)
+		}
+		cmds = append(cmds, build(ks))
+	}
+	return cmds, nil
 }

@@ -180,18 +180,12 @@ func (s *Store) PendingTriggersBatch(ctx context.Context, keys []string, counts 
 	if len(keys) == 0 {
 		return nil
 	}
-	cmds := make(rueidis.Commands, 0, len(keys)+1)
-	cmds = append(cmds, s.client.B().Time().Build())
-	for _, k := range keys {
-		nkey, err := lease.NormalizeKey(k)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		ks, err := keysFor(s.prefix, nkey)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		cmds = append(cmds, s.client.B().Lrange().Key(ks.trigger(s.prefix)).Start(0).Stop(-1).Build())
+	cmds := append(make(rueidis.Commands, 0, len(keys)+1), s.client.B().Time().Build())
+	cmds, err := s.keyReads(op, keys, cmds, func(ks keyset) rueidis.Completed {
+		return s.client.B().Lrange().Key(ks.trigger(s.prefix)).Start(0).Stop(-1).Build()
+	})
+	if err != nil {
+		return err
 	}
 	res := s.client.DoMulti(ctx, cmds...)
 	now, err := serverTime(res[0])
