@@ -84,6 +84,28 @@ func runFor(t *testing.T, scheds []*Scheduler, d time.Duration) {
 	synctest.Wait()
 }
 
+// slowFirstPair returns the schedulers of replicas ids ("a" and "b") on
+// store, without a control plane and with a fixed view, each with a job
+// per key on Every(time.Second) recorded by ran; a's acquires take
+// perAcquire each, one at a time (slowStore).
+func slowFirstPair(t *testing.T, store *memory.Store, perAcquire time.Duration, ids, keys []string, ran *ranBy) []*Scheduler {
+	t.Helper()
+	var scheds []*Scheduler
+	for _, id := range ids {
+		var st lease.Store = store
+		if id == "a" {
+			st = newSlowStore(store, perAcquire)
+		}
+		s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
+		for k := range keys {
+			require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
+		}
+		setView(s, ids, keys...)
+		scheds = append(scheds, s)
+	}
+	return scheds
+}
+
 // A backup waits for a first choice that it sees claiming: replica a
 // claims its first-choice jobs one at a time, 40ms each, so its last claims
 // of a firing come after the backup's grace; b sees some of a's rounds
@@ -98,19 +120,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
 			keys[k] = fmt.Sprintf("job:j%d", k)
 		}
 		ran := newRanBy(t)
-		var scheds []*Scheduler
-		for _, id := range ids {
-			var st lease.Store = store
-			if id == "a" {
-				st = newSlowStore(store, 40*time.Millisecond)
-			}
-			s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
-			for k := range keys {
-				require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
-			}
-			setView(s, ids, keys...)
-			scheds = append(scheds, s)
-		}
+		scheds := slowFirstPair(t, store, 40*time.Millisecond, ids, keys, ran)
 		runFor(t, scheds, 10*time.Second)
 
 		view := scheds[1].view.Load()
@@ -168,19 +178,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaimingPastHalfTheGap(t *test
 		require.Less(t, perAcquire, backupRecheck, "a claims at least once between two of b's looks")
 
 		ran := newRanBy(t)
-		var scheds []*Scheduler
-		for _, id := range ids {
-			var st lease.Store = store
-			if id == "a" {
-				st = newSlowStore(store, perAcquire)
-			}
-			s := newScheduler(t, st, WithInstanceID(id), WithoutControlPlane())
-			for k := range keys {
-				require.NoError(t, s.Register(fmt.Sprintf("j%d", k), Every(time.Second), ran.record))
-			}
-			setView(s, ids, keys...)
-			scheds = append(scheds, s)
-		}
+		scheds := slowFirstPair(t, store, perAcquire, ids, keys, ran)
 		runFor(t, scheds, 10*time.Second)
 
 		for k, key := range keys {
