@@ -520,8 +520,11 @@ func (cp *controlPlane) lookForTriggers() {
 		err := tc.PendingTriggersBatch(ctx, keys, counts[:len(keys)])
 		cancel()
 		if err != nil {
+			// The store is failing: the other batches would wait out
+			// their timeouts too. A resubscription looks again; until
+			// then a trigger waits for its job's next run to end.
 			cp.s.log.Debug("could not look for waiting triggers; they run after the job's next run instead", slog.Any("error", err))
-			continue
+			return
 		}
 		for i, j := range chunk {
 			if counts[i] > 0 {
