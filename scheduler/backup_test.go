@@ -84,6 +84,16 @@ func runFor(t *testing.T, scheds []*Scheduler, d time.Duration) {
 	synctest.Wait()
 }
 
+// pairKeys returns the lease keys of the jobs the backup tests register,
+// j0 to j15.
+func pairKeys() []string {
+	keys := make([]string, 16)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("job:j%d", k)
+	}
+	return keys
+}
+
 // slowFirstPair returns the schedulers of replicas ids ("a" and "b") on
 // store, without a control plane and with a fixed view, each with a job
 // per key on Every(time.Second) recorded by ran; a's acquires take
@@ -115,10 +125,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "b"}
-		keys := make([]string, 16)
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job:j%d", k)
-		}
+		keys := pairKeys()
 		ran := newRanBy(t)
 		scheds := slowFirstPair(t, store, 40*time.Millisecond, ids, keys, ran)
 		runFor(t, scheds, 10*time.Second)
@@ -152,10 +159,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaimingPastHalfTheGap(t *test
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "b"}
-		keys := make([]string, 16)
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job:j%d", k)
-		}
+		keys := pairKeys()
 		occurrence := func(o int) int64 { return time.Date(2000, 1, 1, 0, 0, o, 0, time.UTC).UnixMilli() }
 		// a's claims of its busiest firing span 800ms, one at least every
 		// half grace, so that b sees a claiming at every look.
@@ -203,10 +207,7 @@ func TestScheduler_Backup_WaitsForAFirstChoiceWhoseClockIsBehind(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "b"}
 		offsets := map[string]time.Duration{"a": -400 * time.Millisecond, "b": 400 * time.Millisecond}
-		keys := make([]string, 16)
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job:j%d", k)
-		}
+		keys := pairKeys()
 		ran := newRanBy(t)
 		var scheds []*Scheduler
 		for _, id := range ids {
