@@ -166,26 +166,43 @@ func (h *heartbeat) emit(e Event, extra ...slog.Attr) {
 	if h.cfg.observer != nil {
 		h.cfg.observer(e)
 	}
+	level, msg := logLevel(e.Kind)
+	// Every run's heartbeat ends with EventStopped, logged at debug: the
+	// attributes are built only for a logger that keeps the record.
+	if h.cfg.logger.Enabled(h.parent, level) {
+		h.log(level, msg, e, extra)
+	}
+}
+
+// logLevel returns the level and message an event of kind k is logged
+// with.
+func logLevel(k EventKind) (slog.Level, string) {
+	switch k {
+	case EventRenewed:
+		return slog.LevelDebug, "heartbeat: lease extended"
+	case EventRetrying:
+		return slog.LevelWarn, "heartbeat: extend failed, retrying"
+	case EventLost:
+		return slog.LevelError, "heartbeat: lease lost"
+	default:
+		return slog.LevelDebug, "heartbeat: stopped"
+	}
+}
+
+// log writes event e at level with msg, and extra.
+func (h *heartbeat) log(level slog.Level, msg string, e Event, extra []slog.Attr) {
 	attrs := []slog.Attr{
 		slog.String("lease", e.ShortLeaseID),
 		slog.Any("fence", e.Fence),
 	}
-	var (
-		level slog.Level
-		msg   string
-	)
 	switch e.Kind {
 	case EventRenewed:
-		level, msg = slog.LevelDebug, "heartbeat: lease extended"
 		attrs = append(attrs, slog.Int("try", e.Try))
 	case EventRetrying:
-		level, msg = slog.LevelWarn, "heartbeat: extend failed, retrying"
 		attrs = append(attrs, slog.Int("try", e.Try), slog.Any("error", e.Err))
 	case EventLost:
-		level, msg = slog.LevelError, "heartbeat: lease lost"
 		attrs = append(attrs, slog.Any("cause", e.Err))
 	case EventStopped:
-		level, msg = slog.LevelDebug, "heartbeat: stopped"
 		if e.Err != nil {
 			attrs = append(attrs, slog.Any("cause", e.Err))
 		}

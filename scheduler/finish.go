@@ -23,26 +23,41 @@ import (
 // it, so it runs on runtime.Goexit too.
 func (s *Scheduler) finish(r *run, end *exit) {
 	triggers := 0
+	// The owner is told from here, after the step below returned: its
+	// frame is off the run goroutine's stack by then (see execute).
 	defer func() {
 		r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
 		close(r.done)
 	}()
+	switch end.how {
+	case exitNotStarted, exitNotRun:
+		s.finishUncalled(r, end)
+	default:
+		triggers = s.finishCalled(r, end)
+	}
+}
+
+// finishUncalled ends a run whose job was not called: its heartbeat did
+// not start, or it got no slot of its concurrency limit. Its lease goes
+// back without a run status (nothing ran).
+func (s *Scheduler) finishUncalled(r *run, end *exit) {
 	if end.how == exitNotStarted {
 		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
 		s.emit(r.job, r.event(EventFailed, end.err))
 		s.release(r, nil)
 		return
 	}
-	if end.how == exitNotRun {
-		// No slot of the concurrency limit: the job was not called. Its
-		// lease goes back without a run status (nothing ran).
-		_ = r.stopHeartbeat()
-		s.release(r, nil)
-		if end.reason != 0 {
-			s.skip(r.job, r.info.Occurrence, end.reason, nil)
-		}
-		return
+	_ = r.stopHeartbeat()
+	s.release(r, nil)
+	if end.reason != 0 {
+		s.skip(r.job, r.info.Occurrence, end.reason, nil)
 	}
+}
+
+// finishCalled ends a run whose job was called: it stops the heartbeat,
+// reports the outcome and releases the lease with the run's status. It
+// returns the triggers the release found waiting.
+func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int) {
 	took := s.cfg.clock.Since(r.began)
 	cause := context.Cause(r.ctx) // before it is cancelled below: nil unless Shutdown, a loss or the timeout ended it
 	r.cancel(nil)
@@ -62,13 +77,12 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	s.reportOutlived(r, lost)
 	st := r.status(ev)
 	st.Close, st.RetryAfter = s.closeOf(r, ae)
-	r.job.setLastRun(&RunInfo{Occurrence: st.Occurrence, Started: st.Started, Duration: st.Duration,
+	r.job.setLastRun(RunInfo{Occurrence: st.Occurrence, Started: st.Started, Duration: st.Duration,
 		Outcome: st.Outcome, Error: fleet.SanitizeError(st.Error), Trigger: st.Trigger})
 	if r.slot != nil {
 		s.releaseSlot(r, r.slot) // first: a run waiting for the slot need not wait for the lease too
 	}
 	released, n := s.release(r, &st)
-	triggers = n
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
 		s.afterClose(r, st)
@@ -76,6 +90,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	if r.info.Trigger != "" {
 		s.announceDone(r, st)
 	}
+	return n
 }
 
 // handOnTrigger announces on the control channel that a trigger of j

@@ -84,15 +84,21 @@ type group struct {
 	plan plan                      // the first member's; every member's plan is equal to it
 	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
 
-	mu     sync.Mutex
-	jobs   []*job    // copied on write: a slice returned by members never changes
+	mu sync.Mutex
+	// jobs is never changed within a slice members returned: add appends
+	// past its length (into spare capacity, or a new array), remove
+	// builds a new slice.
+	jobs   []*job
 	last   int64     // the occurrence (Unix ms) of the group's latest firing; 0 before the first
 	lastAt time.Time // when that firing came, on the local clock (with its monotonic reading)
 }
 
+// add appends j. Copying the members at each add (as remove does) made
+// registering n jobs of one schedule copy n*n/2 pointers: 400 MB for
+// 10,000 jobs.
 func (g *group) add(j *job) {
 	g.mu.Lock()
-	g.jobs = append(slices.Clip(g.jobs), j)
+	g.jobs = append(g.jobs, j)
 	g.mu.Unlock()
 }
 

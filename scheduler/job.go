@@ -152,7 +152,8 @@ func (as *acts) add(a act) { as.a[as.n] = a; as.n++ }
 // deliver is the only way into a job's state: transition decides under the
 // lock, and what it decided is done after.
 func (j *job) deliver(in input) {
-	as := j.decide(in)
+	var as acts
+	j.decideInto(in, &as)
 	for i := range as.n {
 		j.s.do(j, as.a[i])
 	}
@@ -161,9 +162,18 @@ func (j *job) deliver(in input) {
 // decide runs one transition under the job's lock and returns what it
 // decided, for the caller to do.
 func (j *job) decide(in input) acts {
+	var as acts
+	j.decideInto(in, &as)
+	return as
+}
+
+// decideInto is decide writing into as: deliver, on every run's
+// goroutine, does not copy the decisions from frame to frame (its stack
+// grew at every run).
+func (j *job) decideInto(in input, as *acts) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.transition(in)
+	j.transition(in, as)
 }
 
 // do carries out one thing a job's transition decided.
@@ -204,7 +214,7 @@ func (s *Scheduler) do(j *job, a act) {
 }
 
 // transition is the job's state machine: every decision about the job.
-func (j *job) transition(in input) (as acts) {
+func (j *job) transition(in input, as *acts) {
 	st := &j.st
 	switch in.kind {
 	case inFiring:
@@ -213,14 +223,14 @@ func (j *job) transition(in input) (as acts) {
 		switch {
 		case st.reg == nil || st.stopping:
 			as.add(act{kind: actNote, f: f, msg: "firing of a removed or stopping job: dropped"})
-			return as
+			return
 		case occ <= st.lastFired:
 			as.add(act{kind: actNote, f: f, msg: "duplicate firing of an occurrence already handled here: dropped"})
-			return as
+			return
 		}
 		st.lastFired = occ
 		f.reg = st.reg
-		j.offer(&as, f)
+		j.offer(as, f)
 
 	case inCatchUp, inCatchUpRetry:
 		if in.kind == inCatchUpRetry {
@@ -232,7 +242,7 @@ func (j *job) transition(in input) (as acts) {
 		case st.claiming || st.run != nil:
 			st.catchUpDue = true // tried when the job goes idle here
 		default:
-			j.startClaim(&as, f)
+			j.startClaim(as, f)
 		}
 
 	case inTrigger, inTriggerRetry:
@@ -246,7 +256,7 @@ func (j *job) transition(in input) (as acts) {
 		case st.claiming || st.run != nil:
 			st.triggerDue = true
 		default:
-			j.startClaim(&as, firing{kind: firedByTrigger, reg: st.reg})
+			j.startClaim(as, firing{kind: firedByTrigger, reg: st.reg})
 		}
 
 	case inResume:
@@ -257,11 +267,11 @@ func (j *job) transition(in input) (as acts) {
 		default:
 			if _, ok := j.s.attemptsOf(st.reg, time.UnixMilli(in.f.ms)); !ok {
 				as.add(act{kind: actNote, f: in.f, msg: "open occurrence not resumed: the job here gets one attempt per occurrence"})
-				return as
+				return
 			}
 			f := in.f
 			f.reg = st.reg
-			j.startClaim(&as, f)
+			j.startClaim(as, f)
 		}
 
 	case inUnclaimed:
@@ -271,11 +281,11 @@ func (j *job) transition(in input) (as acts) {
 			// Not the job's latest occurrence, removed or stopping here,
 			// or busy here: the other replicas that have the job take it.
 		default:
-			j.startClaim(&as, f)
+			j.startClaim(as, f)
 		}
 
 	case inClaimed:
-		j.claimed(&as, in)
+		j.claimed(as, in)
 
 	case inRunEnded:
 		st.run = nil
@@ -299,16 +309,16 @@ func (j *job) transition(in input) (as acts) {
 			// lease was held (by the run here).
 			st.claiming = false
 			as.add(act{kind: actSkip, f: st.claim, reason: SkipLocked})
-			j.proceed(&as)
+			j.proceed(as)
 		case !st.claiming:
-			j.idle(&as)
+			j.idle(as)
 		}
 
 	case inRemove:
 		st.reg = nil
 		st.hasNext, st.catchUpDue = false, false
-		j.dropClaimWaiting(&as)
-		j.idle(&as)
+		j.dropClaimWaiting(as)
+		j.idle(as)
 
 	case inRegister:
 		st.reg = in.reg // the removed job's run (or claim) still goes: it is the same job
@@ -324,9 +334,8 @@ func (j *job) transition(in input) (as acts) {
 			st.claiming, st.forRun = false, false
 			as.add(act{kind: actSkip, f: st.claim, reason: SkipShutdown})
 		} // a claim queued, in flight or waiting elsewhere answers by itself (Shutdown ended its wait)
-		j.idle(&as)
+		j.idle(as)
 	}
-	return as
 }
 
 // offer takes a firing of the schedule: claimed now, waiting behind the
@@ -564,9 +573,14 @@ func (j *job) busy() bool {
 	return j.st.claiming
 }
 
-// setLastRun records the run's outcome as the job's last run here.
-func (j *job) setLastRun(ri *RunInfo) {
+// setLastRun records the run's outcome as the job's last run here, in
+// place after the first (info copies it under the lock): no allocation
+// per run.
+func (j *job) setLastRun(ri RunInfo) {
 	j.mu.Lock()
-	j.st.lastRun = ri
+	if j.st.lastRun == nil {
+		j.st.lastRun = new(RunInfo)
+	}
+	*j.st.lastRun = ri
 	j.mu.Unlock()
 }

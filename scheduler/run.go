@@ -142,25 +142,40 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 // start the heartbeat, take a slot of the concurrency limit, call, and, on
 // every way out of the job (return, panic, runtime.Goexit), finish: stop
 // the heartbeat, report the outcome, release the lease (finish.go).
+//
+// Each step is a call of its own, made one after the other: a run's
+// goroutine starts with a small stack, which grew (a copy of every frame)
+// each time the steps' frames were stacked in one.
 func (s *Scheduler) execute(r *run) {
 	r.missed = s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
 	s.reportSuperseded(r.job, r.lease)
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
+	ctx := s.prepare(r, &end)
+	if ctx == nil {
+		return
+	}
+	s.begin(r)
+	call(ctx, r.reg.fn, &end)
+}
 
+// prepare starts r's heartbeat, indexes its occurrence, takes a slot of
+// its concurrency limit and returns the context the job is called with;
+// nil, with end set, when the job is not to be called.
+func (s *Scheduler) prepare(r *run, end *exit) context.Context {
 	hbCtx, stop, err := heartbeat.Start(s.base, s.store, r.lease,
 		heartbeat.WithLogger(r.log), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
 	if err != nil { // a bug: the TTL was validated
-		end = exit{how: exitNotStarted, err: err}
-		return
+		*end = exit{how: exitNotStarted, err: err}
+		return nil
 	}
 	r.stopHeartbeat = stop
 	s.indexRun(r)
 	if r.reg.limit != nil {
 		slotCtx, reason := s.takeSlot(hbCtx, r)
 		if slotCtx == nil {
-			end = exit{how: exitNotRun, reason: reason}
-			return
+			*end = exit{how: exitNotRun, reason: reason}
+			return nil
 		}
 		hbCtx = slotCtx
 	}
@@ -174,14 +189,16 @@ func (s *Scheduler) execute(r *run) {
 	r.unwatch = s.watchCancel(r, ctx)
 	ctx = fencing.NewContext(ctx, r.lease.Fence)
 	ctx = fencing.NewOccurrenceContext(ctx, r.info.Occurrence)
-	ctx = context.WithValue(ctx, runKey{}, r.info)
+	return context.WithValue(ctx, runKey{}, r.info)
+}
 
+// begin marks r begun and reports it (EventStarted, "job started").
+func (s *Scheduler) begin(r *run) {
 	r.began = s.cfg.clock.Now()
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
 	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
-	call(ctx, r.reg.fn, &end)
 }
 
 // reportMissed reports the occurrences of j that ran nowhere, as the
@@ -201,30 +218,53 @@ func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ 
 	if n == 0 {
 		return 0
 	}
+	s.reportMissedSpan(j, reg, occ, n, first, last, capped)
+	return n
+}
+
+// reportMissedSpan reports the n occurrences of j from first to last
+// (capped: at least n) that ran nowhere before occ. It is reportMissed's
+// rare part, a function of its own so that the frame of every run's call
+// stays small.
+func (s *Scheduler) reportMissedSpan(j *job, reg *registration, occ time.Time, n int, first, last time.Time, capped bool) {
 	m := Missed{Count: n, First: first.In(s.cfg.location), Last: last.In(s.cfg.location), Capped: capped}
 	s.debug(j, occ, "occurrences ran nowhere", slog.Int("missed", n), slog.Bool("at_least", capped),
 		slog.Time("first", m.First), slog.Time("last", m.Last))
 	s.missed.add(reg.plan.groupKey(), j.name, m) // one warning per firing group, not per job
 	s.emit(j, Event{Kind: EventMissed, Job: j.name, Occurrence: occ, Missed: m})
-	return n
 }
 
 // observeHeartbeat follows the run's heartbeat: each renewal moves the
 // lease's local deadline, and a loss is reported as it happens.
 func (s *Scheduler) observeHeartbeat(r *run, e heartbeat.Event) {
+	// Every run's heartbeat ends with EventStopped, which needs nothing
+	// here: the two that do build their Event in functions of their own,
+	// so that this frame stays small (each run's heartbeat goroutine
+	// grew its stack here).
 	switch e.Kind {
 	case heartbeat.EventRenewed:
-		d := e.Deadline
-		r.deadline.Store(&d)
-		ev := r.event(EventRenewed, nil)
-		ev.Latency = e.Latency
-		s.emit(r.job, ev)
+		s.renewed(r, e.Deadline, e.Latency)
 	case heartbeat.EventLost:
-		r.unrenewed.Store(true)
-		ev := r.event(EventLeaseLost, e.Err)
-		ev.Remaining = e.Remaining
-		s.emit(r.job, ev)
+		s.leaseLost(r, e.Err, e.Remaining)
 	}
+}
+
+// renewed records a renewal of r's lease: its new local deadline.
+func (s *Scheduler) renewed(r *run, deadline time.Time, latency time.Duration) {
+	r.deadline.Store(&deadline)
+	ev := r.event(EventRenewed, nil)
+	ev.Latency = latency
+	s.emit(r.job, ev)
+}
+
+// leaseLost records that r's heartbeat cancelled the run: its lease was
+// lost or could not be confirmed (cause), remaining before its local
+// deadline.
+func (s *Scheduler) leaseLost(r *run, cause error, remaining time.Duration) {
+	r.unrenewed.Store(true)
+	ev := r.event(EventLeaseLost, cause)
+	ev.Remaining = remaining
+	s.emit(r.job, ev)
 }
 
 // watchCancel reports a cancellation of the run's context by its timeout
