@@ -223,7 +223,7 @@ func (s *Scheduler) outcome(r *run, end *exit, ae attemptEnd, took time.Duration
 		r.log.Error("job failed", slog.Any("error", end.err), tookAttr)
 		return r.event(EventFailed, end.err)
 	}
-	r.log.Info("job succeeded", tookAttr)
+	r.log.LogAttrs(context.Background(), slog.LevelInfo, "job succeeded", tookAttr)
 	return r.event(EventSucceeded, nil)
 }
 
@@ -270,7 +270,7 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 			deadline := time.Now().Add(bound) // as context.WithTimeout's
 			if a, ok := s.releases.release(r.lease, *st, deadline); ok {
 				if a.err == nil {
-					r.log.Debug("job lease released", slog.Int("tries", 1))
+					r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
 					return true, a.triggers
 				}
 				ctx, cancel := context.WithDeadline(context.Background(), deadline)

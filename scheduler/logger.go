@@ -6,21 +6,12 @@ import (
 )
 
 // lazyAttrs is a slog.Handler that adds attrs to each record it handles,
-// instead of pre-formatting them as most handlers' WithAttrs do. A run's
-// logger is built per occurrence and usually logs nothing (skips are at
-// debug level), so its attributes should cost nothing until a line is
-// actually written.
+// instead of pre-formatting them as most handlers' WithAttrs do: a run's
+// logger with more attributes (runHandler.WithAttrs) formats none of them
+// until a line is written.
 type lazyAttrs struct {
 	h     slog.Handler
 	attrs []slog.Attr
-}
-
-// withLazy returns l with attrs added to every line it writes.
-func withLazy(l *slog.Logger, attrs ...slog.Attr) *slog.Logger {
-	if h, ok := l.Handler().(*lazyAttrs); ok {
-		return slog.New(&lazyAttrs{h: h.h, attrs: append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...)})
-	}
-	return slog.New(&lazyAttrs{h: l.Handler(), attrs: attrs})
 }
 
 func (h *lazyAttrs) Enabled(ctx context.Context, level slog.Level) bool {
@@ -43,4 +34,40 @@ func (h *lazyAttrs) WithAttrs(attrs []slog.Attr) slog.Handler {
 // WithGroup would.
 func (h *lazyAttrs) WithGroup(name string) slog.Handler {
 	return h.h.WithAttrs(h.attrs).WithGroup(name)
+}
+
+// runHandler is the handler of a run's logger: it adds the run's
+// attributes (job, occurrence, lease, fence) to each record it handles,
+// built then. A run is made per occurrence and usually logs nothing (its
+// lines are at debug level, or at info), so its logger is part of the run
+// (run.logger), and its attributes cost nothing until a line is written.
+type runHandler struct {
+	h slog.Handler
+	r *run
+}
+
+func (h *runHandler) attrs() []slog.Attr {
+	r := h.r
+	return []slog.Attr{slog.String("job", r.job.name), slog.Time("occurrence", r.info.Occurrence),
+		slog.String("lease", r.shortID), slog.Any("fence", r.lease.Fence)}
+}
+
+func (h *runHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.h.Enabled(ctx, level)
+}
+
+func (h *runHandler) Handle(ctx context.Context, rec slog.Record) error {
+	rec = rec.Clone()
+	rec.AddAttrs(h.attrs()...)
+	return h.h.Handle(ctx, rec)
+}
+
+func (h *runHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &lazyAttrs{h: h.h, attrs: append(h.attrs(), attrs...)}
+}
+
+// WithGroup applies the run's attributes outside the group, as With then
+// WithGroup would.
+func (h *runHandler) WithGroup(name string) slog.Handler {
+	return h.h.WithAttrs(h.attrs()).WithGroup(name)
 }

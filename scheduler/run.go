@@ -63,8 +63,15 @@ type run struct {
 	kind  firingKind
 	info  Run
 	lease *lease.Lease
-	log   *slog.Logger
-	done  chan struct{} // closed after the job returned, the lease was released and the owner told
+	// shortID is lease.ShortID of the lease's ID, made once.
+	shortID string
+	// log is &logger, whose handler is handler: the run's attributes are
+	// added to a line as it is written (runHandler). Both are part of the
+	// run, so that a run that logs nothing allocates nothing for it.
+	log     *slog.Logger
+	logger  slog.Logger
+	handler runHandler
+	done    chan struct{} // closed after the job returned, the lease was released and the owner told
 
 	began         time.Time
 	ctx           context.Context // the run's context, cancelled with a cause (before the values the job reads)
@@ -102,7 +109,7 @@ func (r *run) event(kind EventKind, err error) Event {
 		Job:          r.job.name,
 		Occurrence:   r.info.Occurrence,
 		Fence:        r.lease.Fence,
-		ShortLeaseID: lease.ShortID(r.lease.ID),
+		ShortLeaseID: r.shortID,
 		CatchUp:      r.info.CatchUp,
 		Trigger:      r.info.Trigger,
 		Attempt:      r.info.Attempt,
@@ -131,9 +138,11 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
 			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger, Attempt: max(l.Attempt, 1)},
 		attempts: l.Attempts, // as the store recorded them with the first attempt
-		log: withLazy(s.log, slog.String("job", j.name), slog.Time("occurrence", occ),
-			slog.String("lease", lease.ShortID(l.ID)), slog.Any("fence", l.Fence)),
+		shortID:  lease.ShortID(l.ID),
 	}
+	r.handler = runHandler{h: s.log.Handler(), r: r}
+	r.logger = *slog.New(&r.handler)
+	r.log = &r.logger
 	r.deadline.Store(&l.Deadline)
 	return r
 }
@@ -198,7 +207,8 @@ func (s *Scheduler) begin(r *run) {
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
-	r.log.Info("job started", logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
+	r.log.LogAttrs(context.Background(), slog.LevelInfo, "job started", // LogAttrs: nothing is boxed for a level that is off
+		logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
 }
 
 // reportMissed reports the occurrences of j that ran nowhere, as the
