@@ -128,7 +128,9 @@ func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
 				return log.end(i, fx.commit(r))
 			}
 			var evA events
-			a := newScheduler(t, storeA, WithInstanceID("a"), WithObserver(evA.observe))
+			// Both replicas' decisions, printed if the test fails.
+			decisions := newDebugLog(t)
+			a := newScheduler(t, storeA, WithInstanceID("a"), WithObserver(evA.observe), WithLogger(decisions.logger("a")))
 			// The hour's occurrence is caught up at Start: a round claim
 			// with attempts, as a scheduled one.
 			opts := []JobOption{WithTTL(ttl), WithCatchUp(time.Hour)}
@@ -136,10 +138,12 @@ func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
 			require.NoError(t, a.Start())
 			first := waitRun(t, log)
 			require.Equal(t, "a", first.Replica)
-			b := newScheduler(t, storeB, WithInstanceID("b"))
+			b := newScheduler(t, storeB, WithInstanceID("b"), WithLogger(decisions.logger("b")))
 			require.NoError(t, b.Register("nightly", Every(time.Hour), job, opts...))
 			require.NoError(t, b.Start())
-			time.Sleep(1500 * time.Millisecond) // b subscribed; a's lease renewed (real time: the store's clock)
+			waitUntilHolds(t, "a's lease renewed", func() bool { return len(evA.of(EventRenewed)) > 0 })
+			admin := srv.Client(t)
+			waitUntilHolds(t, "both replicas subscribed to the control channel", func() bool { return subscribers(t, admin) >= 2 })
 
 			if tc.crash {
 				proxy.Blackhole()
