@@ -130,7 +130,7 @@ func (s *Scheduler) takeSlot(ctx context.Context, r *run) (context.Context, Skip
 		s.emit(j, Event{Kind: EventAcquireFailed, Job: j.name, Occurrence: r.info.Occurrence, Err: err})
 		return nil, 0
 	}
-	slotCtx, stop, err := heartbeat.Start(ctx, reg.limit.Store(), l, heartbeat.WithLogger(r.log),
+	slotCtx, stop, err := heartbeat.Start(ctx, reg.limit.Store(), l, heartbeat.WithLogger(&r.heartbeatLog),
 		heartbeat.WithObserver(func(e heartbeat.Event) { s.observeSlot(r, e) }))
 	if err != nil { // a bug: the TTL was validated
 		s.releaseSlot(r, l)

@@ -41,13 +41,21 @@ func (h *lazyAttrs) WithGroup(name string) slog.Handler {
 // built then. A run is made per occurrence and usually logs nothing (its
 // lines are at debug level, or at info), so its logger is part of the run
 // (run.logger), and its attributes cost nothing until a line is written.
+//
+// A heartbeat's logger (heartbeatLog) adds job and occurrence only: the
+// heartbeat names the lease it renews (lease, fence, key) itself, and a
+// line must not name a field twice.
 type runHandler struct {
-	h slog.Handler
-	r *run
+	h         slog.Handler
+	r         *run
+	heartbeat bool
 }
 
 func (h *runHandler) attrs() []slog.Attr {
 	r := h.r
+	if h.heartbeat {
+		return []slog.Attr{slog.String("job", r.job.name), slog.Time("occurrence", r.info.Occurrence)}
+	}
 	return []slog.Attr{slog.String("job", r.job.name), slog.Time("occurrence", r.info.Occurrence),
 		slog.String("lease", r.shortID), slog.Any("fence", r.lease.Fence)}
 }

@@ -66,12 +66,16 @@ type run struct {
 	// shortID is lease.ShortID of the lease's ID, made once.
 	shortID string
 	// log is &logger, whose handler is handler: the run's attributes are
-	// added to a line as it is written (runHandler). Both are part of the
-	// run, so that a run that logs nothing allocates nothing for it.
-	log     *slog.Logger
-	logger  slog.Logger
-	handler runHandler
-	done    chan struct{} // closed after the job returned, the lease was released and the owner told
+	// added to a line as it is written (runHandler). heartbeatLog is the
+	// logger of its heartbeats (the lease's and a concurrency slot's),
+	// which name their lease themselves. All are part of the run, so that
+	// a run that logs nothing allocates nothing for them.
+	log          *slog.Logger
+	logger       slog.Logger
+	handler      runHandler
+	heartbeatLog slog.Logger
+	hbHandler    runHandler
+	done         chan struct{} // closed after the job returned, the lease was released and the owner told
 
 	began         time.Time
 	ctx           context.Context // the run's context, cancelled with a cause (before the values the job reads)
@@ -143,6 +147,8 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 	r.handler = runHandler{h: s.log.Handler(), r: r}
 	r.logger = *slog.New(&r.handler)
 	r.log = &r.logger
+	r.hbHandler = runHandler{h: s.log.Handler(), r: r, heartbeat: true}
+	r.heartbeatLog = *slog.New(&r.hbHandler)
 	r.deadline.Store(&l.Deadline)
 	return r
 }
@@ -173,7 +179,7 @@ func (s *Scheduler) execute(r *run) {
 // nil, with end set, when the job is not to be called.
 func (s *Scheduler) prepare(r *run, end *exit) context.Context {
 	hbCtx, stop, err := heartbeat.Start(s.base, s.store, r.lease,
-		heartbeat.WithLogger(r.log), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
+		heartbeat.WithLogger(&r.heartbeatLog), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
 	if err != nil { // a bug: the TTL was validated
 		*end = exit{how: exitNotStarted, err: err}
 		return nil
