@@ -1,12 +1,9 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,9 +21,7 @@ var durationFields = []string{"took", "lateness", "retry_in", "past_deadline", "
 // of an acquire retried through a store outage.
 func TestScheduler_Logs_DurationsReadable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf bytes.Buffer
-		var mu sync.Mutex
-		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log, written := jsonDebugLog()
 		start := time.Now()
 		store := outageStore{Store: newMemoryStore(t, nil), from: start.Add(2*time.Minute - time.Second), to: start.Add(2*time.Minute + 3*time.Second)}
 		s := newScheduler(t, store, WithLogger(log))
@@ -39,9 +34,7 @@ func TestScheduler_Logs_DurationsReadable(t *testing.T) {
 		synctest.Wait()
 		shutdown(t, s)
 
-		mu.Lock()
-		out := buf.String()
-		mu.Unlock()
+		out := written()
 		seen := map[string][]string{}
 		for line := range strings.Lines(out) {
 			var rec map[string]any

@@ -1,12 +1,9 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,9 +19,7 @@ import (
 // concurrency slot's heartbeat's.
 func TestScheduler_Logs_EachFieldOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf bytes.Buffer
-		var mu sync.Mutex
-		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log, written := jsonDebugLog()
 		s := newScheduler(t, newMemoryStore(t, nil), WithLogger(log))
 		long := func(context.Context) error {
 			time.Sleep(5 * time.Second) // renewed (TTL 3s: every second)
@@ -38,9 +33,7 @@ func TestScheduler_Logs_EachFieldOnce(t *testing.T) {
 		synctest.Wait()
 		shutdown(t, s)
 
-		mu.Lock()
-		out := buf.String()
-		mu.Unlock()
+		out := written()
 		msgs := map[string]bool{}
 		for line := range strings.Lines(out) {
 			keys := topLevelKeys(t, line)

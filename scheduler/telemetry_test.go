@@ -107,9 +107,7 @@ func TestScheduler_Run_RenewalsReported(t *testing.T) {
 // agreed names and types: job, occurrence, lease, fence, replica.
 func TestScheduler_Logs_OneTypePerField(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf bytes.Buffer
-		var mu sync.Mutex
-		log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log, written := jsonDebugLog()
 		m := newBubbleMiniredis(t)
 		store, err := redislease.New(newBubbleClient(t, m), redislease.WithLogger(log))
 		require.NoError(t, err)
@@ -137,9 +135,7 @@ func TestScheduler_Logs_OneTypePerField(t *testing.T) {
 		synctest.Wait()
 		shutdown(t, s)
 
-		mu.Lock()
-		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-		mu.Unlock()
+		lines := strings.Split(strings.TrimSpace(written()), "\n")
 		require.Greater(t, len(lines), 30)
 		types := map[string]string{}
 		msgs := map[string]bool{}
@@ -165,6 +161,19 @@ func TestScheduler_Logs_OneTypePerField(t *testing.T) {
 		}
 		assert.NotContains(t, types, "instance", "the replica field has one name")
 	})
+}
+
+// jsonDebugLog returns a JSON logger at debug level, and a func that
+// returns what it has written so far.
+func jsonDebugLog() (*slog.Logger, func() string) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return log, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
 }
 
 type lockedWriter struct {
