@@ -152,8 +152,13 @@ func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 		// its commands (a keep-alive PING, a registry refresh) waits there
 		// unanswered; otherwise rueidis holds it back in the client, which
 		// would make this a client timeout, not a server lost mid-request.
+		// The connection timeout outlasts the pause: by default (10s) an
+		// unanswered keep-alive PING closes the connection while the server
+		// is stopped, and an acquire sent after that waits behind the new
+		// connection's handshake, in the client, instead of reaching the
+		// server.
 		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true,
-			AlwaysPipelining: true})
+			AlwaysPipelining: true, ConnWriteTimeout: 3 * every})
 		require.NoError(t, err)
 		t.Cleanup(client.Close)
 		store, err := redislease.New(client)
