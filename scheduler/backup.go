@@ -79,7 +79,8 @@ type backupTask struct {
 
 func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{}, 1)} }
 
-// add queues t, due after the backup's wait for choice ch from now;
+// add queues t, due after the backup's wait for choice ch from now (from
+// its occurrence, for a scheduled firing that came ahead of it);
 // after Shutdown it answers t errClaimStopped. Only a scheduled firing
 // waits for the first choice's clock: each replica fires it when its own
 // clock reaches the occurrence. A trigger or a resumed attempt reaches
@@ -92,12 +93,15 @@ func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{
 // group for most of the gap, and a backup that stopped waiting at half of
 // it doubled the claims of the load that made it late.
 func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
-	now := s.cfg.clock.Now()
+	from := s.cfg.clock.Now()
 	wait := BackupGrace
 	if t.f.kind == firedBySchedule {
 		wait = ch.backupWait()
+		if occ := s.occ(t.f); occ.After(from) {
+			from = occ // fired ahead (claim_ahead.go): the grace runs from the occurrence
+		}
 	}
-	due := now.Add(wait)
+	due := from.Add(wait)
 	until := due
 	if t.f.kind == firedBySchedule {
 		if u := s.retryUntil(t.f); u.After(until) {

@@ -61,7 +61,8 @@ var (
 )
 
 // retryUntil returns when the retries (and waits) of firing f stop: before
-// the job's next occurrence, less a margin of min(gap/10, 1s); for an At
+// the job's next occurrence, less a margin of min(gap/10, 1s) and the
+// lead its claims are sent ahead by (claim_ahead.go); for an At
 // schedule, AtRetryWindow after its occurrence; and within the job's
 // catch-up window when it has one and it ends sooner. A trigger, which has
 // no occurrence until the store gives it one, retries for one TTL.
@@ -76,7 +77,7 @@ func (s *Scheduler) retryUntil(f firing) time.Time {
 	occ := s.occ(f)
 	until := occ.Add(AtRetryWindow)
 	if next := reg.plan.next(occ); !next.IsZero() {
-		until = next.Add(-min(next.Sub(occ)/10, maxRetryMargin))
+		until = next.Add(-min(next.Sub(occ)/10, maxRetryMargin) - s.leadOf(reg.plan))
 	}
 	if reg.catchUp > 0 {
 		until = minTime(until, occ.Add(reg.catchUp))

@@ -61,9 +61,12 @@
 // through it, and it decides what happens next. Read in order, the files
 // follow one occurrence: fire.go, claim.go, run.go, finish.go.
 //
-//  1. Fire: map the firing to its occurrence, the scheduled time: the latest
-//     schedule point at or before this replica's clock (gocron never fires
-//     early; a firing delayed by load still maps to its own occurrence).
+//  1. Fire: map the firing to its occurrence, the scheduled time. gocron
+//     fires each schedule a lead ahead of its occurrences (WithClaimLead:
+//     250 ms by default, at most half the skew a round may carry), and the
+//     firing maps to the latest schedule point at or before this replica's
+//     clock plus the lead (a firing delayed by load still maps to its own
+//     occurrence).
 //     Jobs with equal schedules share one gocron job, so the mapping is done
 //     once per firing for all of them, and each job's owner decides: claim
 //     now, through a queue served by a fixed pool of workers
@@ -76,15 +79,20 @@
 //     milliseconds as its round (lease.WithRoundTime). A transient failure
 //     (the store unavailable, a timeout) is retried with backoff while the
 //     occurrence is current: until the next occurrence less min(gap/10,
-//     1s), AtRetryWindow for At, and within the job's catch-up window. An
+//     1s) and the claim lead, AtRetryWindow for At, and within the job's
+//     catch-up window. An
 //     answer is not retried: the round already claimed (another replica won,
 //     SkipClaimed), the lease held for an earlier occurrence (SkipLocked:
 //     an overlap), the job paused (SkipPaused), or the clock refused
 //     (SkipClockSkew). Skips are quiet: a debug log, an EventSkipped with
 //     its SkipReason, a count in Stats.
 //  3. Run: on a win, report the occurrences that ran nowhere (EventMissed;
-//     see below), start a heartbeat that renews the lease every ttl/3, and
-//     call the job (through any WithMiddleware) with a context that carries
+//     see below), start a heartbeat that renews the lease every ttl/3, wait
+//     for the occurrence if the claim was sent ahead of it (a run claimed
+//     ahead has begun: Remove and a pause do not stop it, Shutdown waits
+//     for it, and one cancelled by Shutdown before its occurrence is not
+//     called, is skipped, and is released open for another replica to
+//     resume when the job has attempts), and call the job (through any WithMiddleware) with a context that carries
 //     the fencing token (fencing.FromContext), the occurrence
 //     (fencing.OccurrenceFromContext) and the Run (RunFromContext), that has
 //     the job's WithTimeout as its deadline, and that is cancelled with a
@@ -106,8 +114,8 @@
 // Each keeps a view of the registry (which live replicas have each job,
 // with the same fingerprint) and ranks them for each occurrence by
 // rendezvous hashing of (replica, job, occurrence): the first choice claims
-// at the firing, the backup BackupGrace later if the round is still
-// unclaimed, and the others send nothing, log nothing above debug and
+// at the firing (the lead ahead of the occurrence), the backup BackupGrace
+// after the occurrence if the round is still unclaimed, and the others send nothing, log nothing above debug and
 // report no event. The choice uses the occurrence, not a clock, so work
 // spreads evenly over the replicas that have a job. A catch-up is claimed
 // at once by the replica that owes it (its run outlived the occurrence,

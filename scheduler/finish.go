@@ -48,7 +48,11 @@ func (s *Scheduler) finishUncalled(r *run, end *exit) {
 		return
 	}
 	_ = r.stopHeartbeat()
-	s.release(r, nil)
+	if end.reason == SkipShutdown && r.early && r.attempts.Max > 0 {
+		s.reopen(r) // claimed ahead, cancelled before it was due (claim_ahead.go)
+	} else {
+		s.release(r, nil)
+	}
 	if end.reason != 0 {
 		s.skip(r.job, r.info.Occurrence, end.reason, nil)
 	}
@@ -120,7 +124,7 @@ func (r *run) status(end Event) fleet.Status {
 		Replica:    r.info.Replica,
 		Attempt:    r.info.Attempt,
 		Fence:      r.lease.Fence,
-		Started:    r.lease.AcquiredAt,
+		Started:    r.lease.AcquiredAt.Add(r.waited), // the store's clock; a run claimed ahead started when its wait ended
 		Duration:   end.Duration,
 		Outcome:    outcomeName(end.Kind),
 		Trigger:    r.info.Trigger,

@@ -46,6 +46,11 @@ type firing struct {
 	skewMs int32         // the maximum skew of its round, in ms (at most MaxOccurrenceSkew)
 	kind   firingKind
 	waited bool // it waited for the job's lease (OverlapBufferOne): no second wait
+	// early: fired ahead of its occurrence (claim_ahead.go); its run
+	// waits for the occurrence. onTime: sent again at the occurrence,
+	// after a claim ahead found the job busy or was refused as early.
+	early  bool
+	onTime bool
 	// atOnce: claimed at once, whatever this replica's role: a trigger
 	// that waited for the job's run here (its release said so), or an
 	// occurrence its preferred replica handed over (MessageUnclaimed).
@@ -82,6 +87,7 @@ func (f firing) quiet() bool { return f.kind != firedBySchedule }
 type group struct {
 	key  string
 	plan plan                      // the first member's; every member's plan is equal to it
+	lead time.Duration             // how far ahead of its occurrences it fires (claim_ahead.go)
 	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
 
 	mu sync.Mutex
@@ -117,10 +123,31 @@ func (g *group) members() []*job {
 }
 
 // fireGroup is the gocron task of group g: it maps the firing to its
-// occurrence and delivers it to every member.
+// occurrence and delivers it to every member. A firing ahead of its
+// occurrence (claim_ahead.go) is held back by as much as this replica's
+// clock runs ahead of the store's: a timer delivers it then, which
+// Shutdown waits for (the task itself never waits: gocron's shutdown
+// spins on a task in progress).
 func (s *Scheduler) fireGroup(g *group) {
-	occ, maxSkew := g.occurrence(s.cfg.clock.Now())
+	now := s.cfg.clock.Now()
+	occ, maxSkew := g.occurrence(now)
 	f := newFiring(occ, maxSkew, firedBySchedule, nil) // each job's owner gives it its registration
+	if g.lead > 0 && now.Before(occ) {
+		f.early = true
+		if d := s.holdBack(min(g.lead, occ.Sub(now))); d >= time.Millisecond {
+			s.workers.Add(1) // before gocron's shutdown returns, and so before Shutdown waits
+			s.cfg.clock.AfterFunc(d, func() {
+				defer s.workers.Done()
+				deliverFiring(g, f)
+			})
+			return
+		}
+	}
+	deliverFiring(g, f)
+}
+
+// deliverFiring delivers firing f to every member of g.
+func deliverFiring(g *group, f firing) {
 	for _, j := range g.members() {
 		j.deliver(input{kind: inFiring, f: f})
 	}
@@ -142,7 +169,11 @@ func (s *Scheduler) fireGroup(g *group) {
 //     duplicate of the last one, and the job drops it. Mapped forward, each
 //     would claim an occurrence ahead of time (refused as clock skew), and
 //     every later firing would map one more occurrence ahead.
+//
+// A group that fires lead ahead (claim_ahead.go) maps its firings as if
+// they came lead later.
 func (g *group) occurrence(now time.Time) (time.Time, time.Duration) {
+	now = now.Add(g.lead)
 	occ, maxSkew := g.plan.occurrence(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()

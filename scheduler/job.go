@@ -138,6 +138,7 @@ const (
 	actRetryTrigger                    // ask for the trigger again after d (the lease held elsewhere runs out)
 	actRetryCatchUp                    // try the catch-up again after d (the lease held elsewhere runs out)
 	actHandOver                        // announce that f, which this replica is preferred for, is left unclaimed
+	actRefire                          // fire f again at its occurrence: its claim ahead found the job busy (claim_ahead.go)
 )
 
 // acts is what one transition decided; it holds no more than a transition
@@ -210,6 +211,10 @@ func (s *Scheduler) do(j *job, a act) {
 		s.cfg.clock.AfterFunc(max(a.d, time.Millisecond), func() { j.deliver(input{kind: inCatchUpRetry}) })
 	case actHandOver:
 		s.handOver(j, a.f)
+	case actRefire:
+		f := a.f
+		f.early, f.onTime, f.reg = false, true, nil
+		s.cfg.clock.AfterFunc(max(s.occ(f).Sub(s.cfg.clock.Now()), time.Millisecond), func() { j.deliver(input{kind: inFiring, f: f}) })
 	}
 }
 
@@ -224,7 +229,7 @@ func (j *job) transition(in input, as *acts) {
 		case st.reg == nil || st.stopping:
 			as.add(act{kind: actNote, f: f, msg: "firing of a removed or stopping job: dropped"})
 			return
-		case occ <= st.lastFired:
+		case occ < st.lastFired || occ == st.lastFired && !f.onTime:
 			as.add(act{kind: actNote, f: f, msg: "duplicate firing of an occurrence already handled here: dropped"})
 			return
 		}
@@ -355,6 +360,9 @@ func (j *job) offer(as *acts, f firing) {
 		// claim now would win an occurrence this replica cannot run yet.
 		st.claiming, st.claim, st.forRun = true, f, true
 		as.add(act{kind: actNote, f: f, msg: "occurrence waits for the job's run here to end (overlap policy: buffer one)"})
+	case st.run != nil && f.early:
+		// It may end before the occurrence is due: look again then.
+		as.add(act{kind: actRefire, f: f})
 	case st.run != nil:
 		// An earlier run still executes here: this replica cannot run the
 		// occurrence, so it must not claim it (a claimed occurrence is
@@ -405,6 +413,11 @@ func (j *job) claimed(as *acts, in input) {
 		f.waited = true
 		as.add(act{kind: actWait, f: f, ctx: ctx})
 		return
+	case f.early && st.reg != nil && !st.stopping &&
+		(isLocked(in.err) || errors.Is(in.err, lease.ErrClockSkew)):
+		// Claimed ahead: the run that holds the lease may end before the
+		// occurrence is due, and the store's clock will have reached it.
+		as.add(act{kind: actRefire, f: f})
 	default:
 		answer(as, f, in.err, st.stopping, st.reg == nil)
 		var le *lease.LockedError

@@ -63,14 +63,17 @@ func (p *everyPlan) index(t time.Time) int64 {
 	return floorDiv(t.UnixNano()-int64(p.offset), int64(p.d))
 }
 
-func (p *everyPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.JobOption, bool) {
-	// Start from the last occurrence at or before now; gocron steps forward
-	// by d from there, so it stays on the epoch grid.
-	last := p.point(p.index(now))
+func (p *everyPlan) definition(now time.Time, lead time.Duration) (gocron.JobDefinition, []gocron.JobOption, bool) {
+	// Start from the last occurrence at or before now + lead, lead before
+	// it; gocron steps forward by d from there, so it stays on the epoch
+	// grid, lead ahead of it.
+	last := p.point(p.index(now.Add(lead))).Add(-lead)
 	return gocron.DurationJob(p.d), []gocron.JobOption{
 		gocron.WithStartAt(gocron.WithStartDateTimePast(last.In(now.Location()))),
 	}, true
 }
+
+func (p *everyPlan) maxLead() time.Duration { return skewFor(p.d, p.d) / 2 }
 
 func (p *everyPlan) groupKey() string {
 	return "every:" + strconv.FormatInt(int64(p.d), 10) + "+" + strconv.FormatInt(int64(p.offset), 10)
@@ -101,9 +104,13 @@ func (p *everyPlan) between(a, b time.Time, limit int) (int, time.Time, time.Tim
 // maps firings to occurrences, so the two can never disagree.
 type cronPlan struct{ expr *cronexpr.Expr }
 
-func (p *cronPlan) definition(time.Time) (gocron.JobDefinition, []gocron.JobOption, bool) {
-	return gocron.CronJob(p.expr.String(), true), []gocron.JobOption{gocron.WithCronImplementation(cronSpec{p.expr})}, true
+func (p *cronPlan) definition(_ time.Time, lead time.Duration) (gocron.JobDefinition, []gocron.JobOption, bool) {
+	return gocron.CronJob(p.expr.String(), true), []gocron.JobOption{gocron.WithCronImplementation(cronSpec{p.expr, lead})}, true
 }
+
+// maxLead: occurrences of a cron expression are at least a second apart,
+// so the skew of a round is at least half a second.
+func (p *cronPlan) maxLead() time.Duration { return skewFor(time.Second, time.Second) / 2 }
 
 // groupKey is the expression with the location it is read in (a zoned
 // expression names its own).
@@ -128,23 +135,42 @@ func (p *cronPlan) between(a, b time.Time, limit int) (int, time.Time, time.Time
 	return p.expr.Between(a, b, limit)
 }
 
-// cronSpec adapts a cron expression to gocron.Cron. Its times are in UTC:
-// gocron drops a next run that reads the same wall time as the last one,
-// which would lose the second instance of a repeated hour.
-type cronSpec struct{ expr *cronexpr.Expr }
+// cronSpec adapts a cron expression to gocron.Cron, firing lead before
+// each occurrence. Its times are in UTC: gocron drops a next run that reads
+// the same wall time as the last one, which would lose the second instance
+// of a repeated hour.
+type cronSpec struct {
+	expr *cronexpr.Expr
+	lead time.Duration
+}
 
 func (c cronSpec) IsValid(string, *time.Location, time.Time) error { return nil }
-func (c cronSpec) Next(t time.Time) time.Time                      { return c.expr.Next(t) }
+
+// Next is the firing lead before the first occurrence after the one t
+// fired (t + lead).
+func (c cronSpec) Next(t time.Time) time.Time {
+	n := c.expr.Next(t.Add(c.lead))
+	if n.IsZero() {
+		return n
+	}
+	return n.Add(-c.lead)
+}
 
 // atPlan: a single occurrence.
 type atPlan struct{ t time.Time }
 
-func (p *atPlan) definition(now time.Time) (gocron.JobDefinition, []gocron.JobOption, bool) {
+func (p *atPlan) definition(now time.Time, lead time.Duration) (gocron.JobDefinition, []gocron.JobOption, bool) {
 	if !p.t.After(now) {
 		return nil, nil, false
 	}
-	return gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(p.t)), nil, true
+	at := p.t.Add(-lead)
+	if !at.After(now) {
+		at = p.t // too close to claim ahead: claimed at the occurrence
+	}
+	return gocron.OneTimeJob(gocron.OneTimeJobStartDateTime(at)), nil, true
 }
+
+func (p *atPlan) maxLead() time.Duration { return skewFor(0, 0) / 2 }
 
 func (p *atPlan) groupKey() string { return "at:" + strconv.FormatInt(p.t.UnixMilli(), 10) }
 

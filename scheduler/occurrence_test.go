@@ -61,7 +61,7 @@ func TestPlan_Occurrence_LatestPointAtFiring(t *testing.T) {
 func TestEveryPlan_Definition_StartsOnGrid(t *testing.T) {
 	p := &everyPlan{d: 7 * time.Second, offset: 2 * time.Second}
 	now := time.Unix(1_000_000_003, 0)
-	_, opts, ok := p.definition(now)
+	_, opts, ok := p.definition(now, 0)
 	require.True(t, ok)
 	require.Len(t, opts, 1)
 	last := p.point(floorDiv(now.UnixNano()-int64(p.offset), int64(p.d)))

@@ -50,6 +50,7 @@ type config struct {
 	clock           clockwork.Clock
 
 	acquireConcurrency int
+	claimLead          time.Duration // claim_ahead.go
 }
 
 func defaultConfig() config {
@@ -65,6 +66,7 @@ func defaultConfig() config {
 
 		acquireConcurrency: DefaultAcquireConcurrency,
 		registryRefresh:    DefaultRegistryRefresh,
+		claimLead:          DefaultClaimLead,
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 // for each occurrence, identically on every replica that has the same
 // view:
 //
-//   - the first choice claims at the firing, as every replica did before;
+//   - the first choice claims at the firing (the claim lead ahead of the
+//     occurrence, claim_ahead.go), as every replica did before;
 //   - the backup waits BackupGrace (and the clock difference), then reads
 //     the job's round record (lease.RoundReader: one plain GET, pipelined
 //     with the other occurrences due at the same instant) and claims only
@@ -98,6 +99,9 @@ const (
 type fleetView struct {
 	jobs  map[string]viewJob
 	multi bool // some key has another candidate than this replica
+	// offset is this replica's clock offset from the store, as its own
+	// entry published it (0 without one).
+	offset time.Duration
 }
 
 // viewJob is one key's entry: its hash, and its candidates, shared by
@@ -149,7 +153,7 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 	for _, r := range replicas {
 		offsets[r.ID] = r.ClockOffset
 	}
-	v := &fleetView{jobs: make(map[string]viewJob, len(byKey))}
+	v := &fleetView{jobs: make(map[string]viewJob, len(byKey)), offset: offsets[self]}
 	shared := map[string]*candidates{}
 	// The keys are mine's, which are the jobs' own strings: the view
 	// holds no copy of the keys the registry's entries were decoded with.
@@ -178,6 +182,15 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 
 // others reports whether the view has a replica besides this one.
 func (v *fleetView) others() bool { return v != nil && v.multi }
+
+// ownOffset returns this replica's clock offset from the store, as its
+// entry published it; 0 without a view.
+func (v *fleetView) ownOffset() time.Duration {
+	if v == nil {
+		return 0
+	}
+	return v.offset
+}
 
 // role returns this replica's role for the occurrence ms (Unix ms; 0 for
 // a trigger) of the job with key.

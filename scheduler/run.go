@@ -61,6 +61,7 @@ type run struct {
 	job   *job
 	reg   *registration // the registration it was claimed for
 	kind  firingKind
+	early bool // claimed ahead of its occurrence: waits for it (claim_ahead.go)
 	info  Run
 	lease *lease.Lease
 	// shortID is lease.ShortID of the lease's ID, made once.
@@ -78,6 +79,7 @@ type run struct {
 	done         chan struct{} // closed after the job returned, the lease was released and the owner told
 
 	began         time.Time
+	waited        time.Duration   // how long it waited for its occurrence after its claim (claim_ahead.go)
 	ctx           context.Context // the run's context, cancelled with a cause (before the values the job reads)
 	stopHeartbeat heartbeat.Stop
 	cancel        context.CancelCauseFunc
@@ -137,6 +139,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		job:   j,
 		reg:   f.reg,
 		kind:  f.kind,
+		early: f.early,
 		lease: l,
 		done:  make(chan struct{}),
 		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
@@ -186,6 +189,10 @@ func (s *Scheduler) prepare(r *run, end *exit) context.Context {
 	}
 	r.stopHeartbeat = stop
 	s.indexRun(r)
+	if reason := s.awaitOccurrence(hbCtx, r); reason != 0 {
+		*end = exit{how: exitNotRun, reason: reason}
+		return nil
+	}
 	if r.reg.limit != nil {
 		slotCtx, reason := s.takeSlot(hbCtx, r)
 		if slotCtx == nil {

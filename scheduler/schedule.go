@@ -29,9 +29,14 @@ type Schedule interface {
 // plan is a compiled schedule: how gocron fires it, and how a firing maps to
 // its occurrence.
 type plan interface {
-	// definition returns the gocron definition and options that fire at
-	// every occurrence after now, or ok=false when nothing is left to fire.
-	definition(now time.Time) (def gocron.JobDefinition, opts []gocron.JobOption, ok bool)
+	// definition returns the gocron definition and options that fire lead
+	// before every occurrence after now (claim_ahead.go), or ok=false when
+	// nothing is left to fire.
+	definition(now time.Time, lead time.Duration) (def gocron.JobDefinition, opts []gocron.JobOption, ok bool)
+	// maxLead is the most the claims of an occurrence may be sent ahead
+	// of it: half the maximum skew of its round, at the plan's tightest
+	// gap (claim_ahead.go).
+	maxLead() time.Duration
 	// occurrence maps a firing at local time now to its occurrence (the
 	// scheduled time) and the maximum clock skew its round may carry.
 	occurrence(now time.Time) (occ time.Time, maxSkew time.Duration)

@@ -209,7 +209,7 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 	if grouped {
 		reg.plan = g.plan // equal plans (same group key): one per group, not per job
 	} else {
-		g = &group{key: gk, plan: reg.plan}
+		g = &group{key: gk, plan: reg.plan, lead: s.leadOf(reg.plan)}
 	}
 	if j == nil {
 		if strings.HasPrefix(key, JobKeyPrefix) && key[len(JobKeyPrefix):] == name {
@@ -293,7 +293,7 @@ func (s *Scheduler) start() ([]*job, error) {
 // schedule adds group grp, whose first member is j, to g. A one-time
 // schedule whose time has passed is logged and left out.
 func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
-	def, opts, ok := grp.plan.definition(s.cfg.clock.Now().In(s.cfg.location))
+	def, opts, ok := grp.plan.definition(s.cfg.clock.Now().In(s.cfg.location), grp.lead)
 	if !ok {
 		ms := slices.Clone(grp.members())
 		if !slices.Contains(ms, j) {

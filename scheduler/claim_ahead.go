@@ -1,0 +1,132 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/cronguard/cronguard/fleet"
+)
+
+// Claiming ahead. A firing group's claims take store time in proportion to
+// its jobs: 1,000 jobs' acquires are some 25 ms of a Redis server's time,
+// 10,000 are some 250 ms, and a job called when its claim is answered
+// starts that much late. So a scheduled occurrence is claimed up to a lead
+// before it is due, and the won run waits for the occurrence before it
+// calls the job: the store's work is done by then, and the job starts on
+// time.
+//
+//   - The lead is min(WithClaimLead, half the round's maximum skew at the
+//     plan's tightest gap): 250 ms for Every(time.Second) and every cron
+//     expression by default. The store refuses a round more than its
+//     maximum skew ahead of its clock, so half the skew is left for the
+//     replicas' clock offsets. A replica whose clock runs ahead of the
+//     store's (its published offset) holds its firing back by as much, up
+//     to the lead, so that it claims no earlier, on the store's clock,
+//     than the others.
+//   - gocron fires each group lead before its occurrences; the firing maps
+//     to the occurrence lead ahead (group.occurrence).
+//   - A claim sent ahead that finds the job's lease held, or that the
+//     store refuses as too far ahead of its clock, is sent again at the
+//     occurrence, as it would have been without the lead: the run that
+//     holds the lease may end by then. So does a firing that finds the
+//     job's earlier run still going here.
+//   - A run claimed ahead has begun: like a run in progress it outlives
+//     Remove and a pause set after its claim, and Shutdown waits for it.
+//     If Shutdown cancels the runs before its occurrence is due, or its
+//     lease is lost while it waits, the job is not called and the
+//     occurrence is skipped here (SkipShutdown, SkipLeaseLost). Its round
+//     stays claimed; at Shutdown, a job with attempts (WithAttempts)
+//     releases it open, an attempt interrupted before it began, and a
+//     replica that has the job resumes it at once (reopen). A job
+//     without attempts does not run it elsewhere, as when a claim is
+//     answered during Shutdown.
+//   - A backup waits its grace from the occurrence, not from its early
+//     firing; the retries of a claim stop the lead earlier than they
+//     would without it (retryUntil), so that a retried claim never meets
+//     the next occurrence's claims, sent ahead.
+
+// DefaultClaimLead is how far ahead of a scheduled occurrence its claim is
+// sent unless WithClaimLead says otherwise.
+const DefaultClaimLead = 250 * time.Millisecond
+
+// MaxClaimLead caps WithClaimLead.
+const MaxClaimLead = time.Second
+
+// WithClaimLead sets how far ahead of a scheduled occurrence this replica
+// sends its claim; the run it wins waits for the occurrence before the job
+// is called. A large firing group's claims then cost the store its time
+// before the occurrence, not the jobs' start. The lead of a schedule is at
+// most half the maximum clock skew of its rounds (half of half its
+// shortest gap, capped at MaxOccurrenceSkew/2): 250 ms for
+// Every(time.Second). 0 claims at the occurrence. Default:
+// DefaultClaimLead. It must be between 0 and MaxClaimLead.
+//
+// A run claimed ahead counts as begun: Remove, and a pause set after its
+// claim, do not stop it, and Shutdown waits for it. Cancelled by Shutdown
+// before its occurrence is due, it is skipped here (SkipShutdown); a job
+// with attempts (WithAttempts) releases the occurrence open, and a replica
+// that has the job resumes it at once; with one attempt it runs nowhere.
+func WithClaimLead(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 || d > MaxClaimLead {
+			return invalidOption("WithClaimLead: lead must be between 0 and %s, got %s", MaxClaimLead, d)
+		}
+		c.claimLead = d
+		return nil
+	}
+}
+
+// leadOf returns how far ahead of the occurrences of p their claims go.
+func (s *Scheduler) leadOf(p plan) time.Duration {
+	return min(s.cfg.claimLead, p.maxLead()).Truncate(time.Millisecond)
+}
+
+// holdBack returns how long a firing that came lead ahead of its
+// occurrence waits before its claims go: how far this replica's clock runs
+// ahead of the store's, as it published it, up to the lead.
+func (s *Scheduler) holdBack(lead time.Duration) time.Duration {
+	if lead <= 0 {
+		return 0
+	}
+	return min(max(s.view.Load().ownOffset(), 0), lead)
+}
+
+// awaitOccurrence waits until the occurrence of r is due on the
+// scheduler's clock: a run claimed ahead. It returns 0 when the job is to
+// be called, else why it is not: ctx (the run's heartbeat context) ended
+// first, by Shutdown or a lost lease.
+func (s *Scheduler) awaitOccurrence(ctx context.Context, r *run) SkipReason {
+	if !r.early {
+		return 0
+	}
+	wait := r.info.Occurrence.Sub(s.cfg.clock.Now())
+	if wait <= 0 {
+		return 0
+	}
+	start := s.cfg.clock.Now()
+	t := s.cfg.clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		r.waited = s.cfg.clock.Since(start)
+		return 0
+	case <-ctx.Done():
+	}
+	if s.base.Err() != nil {
+		return SkipShutdown
+	}
+	return SkipLeaseLost
+}
+
+// reopen releases the lease of run r, claimed ahead and cancelled by
+// Shutdown before its occurrence was due, with the occurrence open for its
+// next attempt while attempts and time remain: the attempt was interrupted
+// before it began, and is announced (fleet.MessageOpen) for a replica that
+// has the job to resume at once, as a run interrupted by Shutdown is.
+func (s *Scheduler) reopen(r *run) {
+	st := r.status(r.event(EventInterrupted, ErrShutdown))
+	st.Close, st.RetryAfter = s.closeOf(r, endInterrupted)
+	if released, _ := s.release(r, &st); released && st.Close != fleet.CloseDone {
+		s.afterClose(r, st)
+	}
+}
