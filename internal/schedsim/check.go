@@ -23,7 +23,7 @@ func (v Violation) String() string { return v.Check + ": " + v.Msg }
 // Checks names every property the checker holds a history to, with what
 // it means.
 var Checks = map[string]string{
-	"overlap":         "no two attempts of one job are guarded (called and their context not done) at once, unless the store lost its data between their starts",
+	"overlap":         "no two attempts of one job are guarded (called and their context not done) at once, unless the store lost its data between the first's claim and the second's start",
 	"replica-overlap": "a replica never executes two attempts of one job at once",
 	"guarded":         "an attempt's context is done by the time its lease stops being live in the store (unless a wipe took the lease)",
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded and released its lease, and a trigger runs at most once (wipes excepted)",
@@ -185,7 +185,7 @@ func (c *checker) overlap() {
 				if !b.Start.Before(end) {
 					break
 				}
-				if c.wipeIn(a.Start, b.Start) {
+				if c.wipeIn(c.claimed(a), b.Start) {
 					continue
 				}
 				c.fail("overlap", b.Start, job, "%s started at %s while %s was guarded from %s to %s",
@@ -213,6 +213,16 @@ func (c *checker) replicaOverlap() {
 }
 
 // leaseOf returns the lease record of an attempt.
+// claimed is when attempt a's lease was won: before a started when its
+// claim went ahead of its occurrence (scheduler.WithClaimLead). A wipe
+// after that takes the lease a holds, whenever a started.
+func (c *checker) claimed(a *Attempt) time.Time {
+	if l := c.leaseOf(a); l != nil && l.Acquired.Before(a.Start) {
+		return l.Acquired
+	}
+	return a.Start
+}
+
 func (c *checker) leaseOf(a *Attempt) *LeaseRec {
 	for _, l := range c.leases[a.Job] {
 		if l.Fence == a.Fence {
@@ -295,7 +305,7 @@ func (c *checker) once() {
 					if unreleased && b.Attempt > 1 && !committed(b) {
 						continue
 					}
-					if !c.wipeIn(a.Start, b.Start) {
+					if !c.wipeIn(c.claimed(a), b.Start) {
 						c.fail("once", b.Start, job, "%s started after %s had succeeded", b, a)
 					}
 				}
