@@ -18,7 +18,11 @@ import (
 //     sent are skipped. Claims already sent to the store are waited for
 //     (each is bounded by min(ttl, MaxCleanup)); a lease they win is
 //     released at once.
-//  2. Every running job's context is cancelled with cause ErrShutdown.
+//  2. Every running job's context is cancelled with cause ErrShutdown. A
+//     run claimed ahead of its occurrence (WithClaimLead) that is not due
+//     yet does not call its job: it is skipped (SkipShutdown) and, for a
+//     job with attempts, its lease released open, so that a replica that
+//     has the job resumes the occurrence at once.
 //  3. Shutdown waits for the claims and the running jobs until ctx is
 //     done. A job that returns stops its heartbeat and releases its lease
 //     (with a fresh context), so another replica can run the next
