@@ -7,22 +7,21 @@ import (
 	"github.com/cronguard/cronguard/fleet"
 )
 
-// Claiming ahead. A firing group's claims take store time in proportion to
-// its jobs: 1,000 jobs' acquires are some 25 ms of a Redis server's time,
-// 10,000 are some 250 ms, and a job called when its claim is answered
-// starts that much late. So a scheduled occurrence is claimed up to a lead
-// before it is due, and the won run waits for the occurrence before it
-// calls the job: the store's work is done by then, and the job starts on
-// time.
+// Claiming ahead (WithClaimLead; off by default). A firing group's claims
+// take store time in proportion to its jobs: 1,000 jobs' acquires are some
+// 25 ms of a Redis server's time, 10,000 are some 250 ms, and a job called
+// when its claim is answered starts that much late. With a lead, a
+// scheduled occurrence is claimed up to the lead before it is due, and the
+// won run waits for the occurrence before it calls the job: the store's
+// work is done by then, and the job starts on time.
 //
 //   - The lead is min(WithClaimLead, half the round's maximum skew at the
-//     plan's tightest gap): 250 ms for Every(time.Second) and every cron
-//     expression by default. The store refuses a round more than its
-//     maximum skew ahead of its clock, so half the skew is left for the
-//     replicas' clock offsets. A replica whose clock runs ahead of the
-//     store's (its published offset) holds its firing back by as much, up
-//     to the lead, so that it claims no earlier, on the store's clock,
-//     than the others.
+//     plan's tightest gap): 250 ms at most for Every(time.Second) and every
+//     cron expression. The store refuses a round more than its maximum
+//     skew ahead of its clock, so half the skew is left for the replicas'
+//     clock offsets. A replica whose clock runs ahead of the store's (its
+//     published offset) holds its firing back by as much, up to the lead,
+//     so that it claims no earlier, on the store's clock, than the others.
 //   - gocron fires each group lead before its occurrences; the firing maps
 //     to the occurrence lead ahead (group.occurrence).
 //   - A claim sent ahead that finds the job's lease held, or that the
@@ -40,14 +39,18 @@ import (
 //     replica that has the job resumes it at once (reopen). A job
 //     without attempts does not run it elsewhere, as when a claim is
 //     answered during Shutdown.
+//   - The lead is why it is off by default: a replica that stalls (a
+//     SIGSTOP, a long pause) between its claims and their occurrence holds
+//     their leases until they expire, as it holds those of the runs it
+//     executes. Runs that return at once hold their lease for the lead
+//     alone; with it, a stall of more than the interval at that moment
+//     costs each such job its next occurrences until its TTL runs out
+//     (reported missed), where without it the same stall finds the leases
+//     released.
 //   - A backup waits its grace from the occurrence, not from its early
 //     firing; the retries of a claim stop the lead earlier than they
 //     would without it (retryUntil), so that a retried claim never meets
 //     the next occurrence's claims, sent ahead.
-
-// DefaultClaimLead is how far ahead of a scheduled occurrence its claim is
-// sent unless WithClaimLead says otherwise.
-const DefaultClaimLead = 250 * time.Millisecond
 
 // MaxClaimLead caps WithClaimLead.
 const MaxClaimLead = time.Second
@@ -55,17 +58,24 @@ const MaxClaimLead = time.Second
 // WithClaimLead sets how far ahead of a scheduled occurrence this replica
 // sends its claim; the run it wins waits for the occurrence before the job
 // is called. A large firing group's claims then cost the store its time
-// before the occurrence, not the jobs' start. The lead of a schedule is at
-// most half the maximum clock skew of its rounds (half of half its
-// shortest gap, capped at MaxOccurrenceSkew/2): 250 ms for
-// Every(time.Second). 0 claims at the occurrence. Default:
-// DefaultClaimLead. It must be between 0 and MaxClaimLead.
+// before the occurrence, not the jobs' start: with 1,000 jobs on one
+// schedule and 3 replicas, a start lateness p99 of about 30 ms instead of
+// 100 (BENCHMARKS.md). The lead of a schedule is at most half the maximum
+// clock skew of its rounds (half of half its shortest gap, capped at
+// MaxOccurrenceSkew/2): 250 ms for Every(time.Second), the lead to start
+// from. It must be between 0 and MaxClaimLead. Default: 0, claims at the
+// occurrence.
 //
 // A run claimed ahead counts as begun: Remove, and a pause set after its
 // claim, do not stop it, and Shutdown waits for it. Cancelled by Shutdown
 // before its occurrence is due, it is skipped here (SkipShutdown); a job
 // with attempts (WithAttempts) releases the occurrence open, and a replica
-// that has the job resumes it at once; with one attempt it runs nowhere.
+// that has the job resumes it at once; with one attempt it runs nowhere. A
+// replica that stalls between its claims and their occurrence holds their
+// leases until it resumes or they expire (the job's TTL), as it holds the
+// leases of the jobs it runs: with a lead, jobs that return at once hold
+// their lease for the lead too, and a long stall at that moment makes
+// their next occurrences miss.
 func WithClaimLead(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || d > MaxClaimLead {

@@ -67,14 +67,19 @@ func unixMillis(ts []time.Time) []int64 {
 	return ms
 }
 
-// A scheduled occurrence is claimed DefaultClaimLead ahead of it, and its
-// job is called when it is due, not when the claim was answered.
+// lead is the claim lead of the tests below: the most Every(time.Second)
+// allows.
+const lead = 250 * time.Millisecond
+
+// With WithClaimLead, a scheduled occurrence is claimed the lead ahead of
+// it, and its job is called when it is due, not when the claim was
+// answered.
 func TestScheduler_ClaimAhead_ClaimsAheadAndCallsAtTheOccurrence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &acquireLog{Store: newMemoryStore(t, nil)}
 		base := time.Now() // a whole second
 		var calls callTimes
-		s := newScheduler(t, store)
+		s := newScheduler(t, store, WithClaimLead(lead))
 		require.NoError(t, s.Register("ahead", Every(time.Second), calls.record))
 		require.NoError(t, s.Start())
 		time.Sleep(3*time.Second + 500*time.Millisecond)
@@ -88,21 +93,22 @@ func TestScheduler_ClaimAhead_ClaimsAheadAndCallsAtTheOccurrence(t *testing.T) {
 		for k := range 3 {
 			due := base.Add(time.Duration(k+1) * time.Second)
 			require.NoError(t, errs[k])
-			assert.Equal(t, due.Add(-DefaultClaimLead).UnixMilli(), sent[k], "occurrence %d was claimed the lead ahead", k+1)
+			assert.Equal(t, due.Add(-lead).UnixMilli(), sent[k], "occurrence %d was claimed the lead ahead", k+1)
 			assert.Equal(t, due.UnixMilli(), occ[k], "run %d is its own occurrence's", k+1)
 			assert.Equal(t, due.UnixMilli(), called[k], "the job was called when occurrence %d came due", k+1)
 		}
 	})
 }
 
-// WithClaimLead(0) claims at the occurrence, as before there was a lead.
-func TestScheduler_ClaimAhead_ZeroLeadClaimsAtTheOccurrence(t *testing.T) {
+// Without WithClaimLead (and with WithClaimLead(0)), an occurrence is
+// claimed at the occurrence.
+func TestScheduler_ClaimAhead_OffByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &acquireLog{Store: newMemoryStore(t, nil)}
 		base := time.Now()
 		time.Sleep(500 * time.Millisecond)
 		var calls callTimes
-		s := newScheduler(t, store, WithClaimLead(0))
+		s := newScheduler(t, store)
 		require.NoError(t, s.Register("at-once", Every(time.Second), calls.record))
 		require.NoError(t, s.Start())
 		time.Sleep(2 * time.Second)
@@ -151,7 +157,7 @@ func TestScheduler_ClaimAhead_HeldLeaseIsClaimedAgainAtTheOccurrence(t *testing.
 		base := time.Now()
 		var ev events
 		var calls callTimes
-		s := newScheduler(t, store, WithObserver(ev.observe))
+		s := newScheduler(t, store, WithObserver(ev.observe), WithClaimLead(lead))
 		require.NoError(t, s.Register("held", Every(time.Second), calls.record))
 		// Another holder has the job's lease until 100 ms before the
 		// first occurrence.
@@ -167,7 +173,7 @@ func TestScheduler_ClaimAhead_HeldLeaseIsClaimedAgainAtTheOccurrence(t *testing.
 		due := base.Add(time.Second)
 		sent, errs := store.calls()
 		require.Len(t, sent, 2)
-		assert.Equal(t, due.Add(-DefaultClaimLead).UnixMilli(), sent[0])
+		assert.Equal(t, due.Add(-lead).UnixMilli(), sent[0])
 		assert.True(t, errors.Is(errs[0], lease.ErrLocked), "the claim ahead found the lease held: %v", errs[0])
 		assert.Equal(t, due.UnixMilli(), sent[1], "claimed again at the occurrence")
 		require.NoError(t, errs[1])
@@ -187,7 +193,7 @@ func TestScheduler_ClaimAhead_RunHereEndingBeforeTheOccurrence(t *testing.T) {
 		base := time.Now()
 		var ev events
 		var calls callTimes
-		s := newScheduler(t, store, WithObserver(ev.observe))
+		s := newScheduler(t, store, WithObserver(ev.observe), WithClaimLead(lead))
 		require.NoError(t, s.Register("long", Every(time.Second), func(ctx context.Context) error {
 			_ = calls.record(ctx)
 			time.Sleep(900 * time.Millisecond) // ends 100 ms before the next occurrence
@@ -213,7 +219,7 @@ func TestScheduler_ClaimAhead_ShutdownBeforeTheOccurrence(t *testing.T) {
 		store := &acquireLog{Store: mem}
 		var ev events
 		var calls callTimes
-		s := newScheduler(t, store, WithObserver(ev.observe))
+		s := newScheduler(t, store, WithObserver(ev.observe), WithClaimLead(lead))
 		require.NoError(t, s.Register("stopping", Every(time.Second), calls.record))
 		require.NoError(t, s.Start())
 		time.Sleep(900 * time.Millisecond) // claimed at 750 ms, due at 1 s
@@ -266,8 +272,8 @@ func TestScheduler_ClaimAhead_ShutdownBeforeTheOccurrenceIsResumedElsewhere(t *t
 		time.Sleep(500 * time.Millisecond)
 		var calls callTimes
 		var ev events
-		a := newScheduler(t, store, WithInstanceID("a"), WithObserver(ev.observe))
-		b := newScheduler(t, store, WithInstanceID("b"))
+		a := newScheduler(t, store, WithInstanceID("a"), WithObserver(ev.observe), WithClaimLead(lead))
+		b := newScheduler(t, store, WithInstanceID("b"), WithClaimLead(lead))
 		for _, s := range []*Scheduler{a, b} {
 			require.NoError(t, s.Register("resumed", Every(10*time.Second), calls.record, WithTTL(5*time.Second)))
 		}

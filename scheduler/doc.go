@@ -61,12 +61,12 @@
 // through it, and it decides what happens next. Read in order, the files
 // follow one occurrence: fire.go, claim.go, run.go, finish.go.
 //
-//  1. Fire: map the firing to its occurrence, the scheduled time. gocron
-//     fires each schedule a lead ahead of its occurrences (WithClaimLead:
-//     250 ms by default, at most half the skew a round may carry), and the
-//     firing maps to the latest schedule point at or before this replica's
-//     clock plus the lead (a firing delayed by load still maps to its own
-//     occurrence).
+//  1. Fire: map the firing to its occurrence, the scheduled time: the
+//     latest schedule point at or before this replica's clock (gocron
+//     never fires early; a firing delayed by load still maps to its own
+//     occurrence). With WithClaimLead, gocron fires each schedule a lead
+//     ahead of its occurrences, and the firing maps as if it came the lead
+//     later.
 //     Jobs with equal schedules share one gocron job, so the mapping is done
 //     once per firing for all of them, and each job's owner decides: claim
 //     now, through a queue served by a fixed pool of workers
@@ -114,8 +114,8 @@
 // Each keeps a view of the registry (which live replicas have each job,
 // with the same fingerprint) and ranks them for each occurrence by
 // rendezvous hashing of (replica, job, occurrence): the first choice claims
-// at the firing (the lead ahead of the occurrence), the backup BackupGrace
-// after the occurrence if the round is still unclaimed, and the others send nothing, log nothing above debug and
+// at the firing (a lead ahead of the occurrence with WithClaimLead), the
+// backup BackupGrace after the occurrence if the round is still unclaimed, and the others send nothing, log nothing above debug and
 // report no event. The choice uses the occurrence, not a clock, so work
 // spreads evenly over the replicas that have a job. A catch-up is claimed
 // at once by the replica that owes it (its run outlived the occurrence,

@@ -123,8 +123,8 @@ func TestScheduler_Dispatch_SlowStoreDelaysNoOtherJob(t *testing.T) {
 }
 
 // A store round trip of 0.8 interval makes every run late by that much,
-// less the lead its claim was sent ahead by, yet each run claims its own
-// occurrence, not the next one, and none is skipped.
+// yet each run claims its own occurrence, not the next one, and none is
+// skipped.
 func TestScheduler_Dispatch_LateAcquireRunsItsOwnOccurrence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &delayStore{Store: newMemoryStore(t, nil), delay: func(string) time.Duration { return 800 * time.Millisecond }}
@@ -144,7 +144,7 @@ func TestScheduler_Dispatch_LateAcquireRunsItsOwnOccurrence(t *testing.T) {
 			base.Add(3 * time.Second).UnixMilli(), base.Add(4 * time.Second).UnixMilli()}
 		assert.Equal(t, want, runs.occ["late"])
 		for _, late := range runs.late["late"] {
-			assert.Equal(t, 800*time.Millisecond-DefaultClaimLead, late)
+			assert.Equal(t, 800*time.Millisecond, late)
 		}
 		st := s.Stats()
 		assert.Zero(t, st.SkipOverrun+st.SkipClaimed+st.SkipLocked)

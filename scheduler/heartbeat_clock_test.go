@@ -41,7 +41,7 @@ func TestScheduler_Run_HeartbeatCutoffOnTheStoreClock(t *testing.T) {
 					deadline, begin time.Time
 				}
 				res := make(chan result, 1)
-				s := newScheduler(t, unrenewableStore{mem}, WithClaimLead(0), WithClock(skewedClock{clockwork.NewRealClock(), offset}))
+				s := newScheduler(t, unrenewableStore{mem}, WithClock(skewedClock{clockwork.NewRealClock(), offset}))
 				time.Sleep(500 * time.Millisecond)
 				require.NoError(t, s.Register("cut", Every(time.Minute), func(ctx context.Context) error {
 					info, err := mem.Lookup(ctx, "job:cut")

@@ -210,10 +210,10 @@ func TestScheduler_Remove_ReportsADroppedBufferedOccurrence(t *testing.T) {
 				}
 				opts := []JobOption{WithOverlap(OverlapBufferOne), WithTTL(3 * time.Second)}
 				var ev events
-				s := newScheduler(t, store, WithClaimLead(0), WithObserver(ev.observe), WithInstanceID("b"))
+				s := newScheduler(t, store, WithObserver(ev.observe), WithInstanceID("b"))
 				require.NoError(t, s.Register("slow", Every(10*time.Second), job, opts...))
 				if elsewhere {
-					a := newScheduler(t, store, WithClaimLead(0), WithInstanceID("a"))
+					a := newScheduler(t, store, WithInstanceID("a"))
 					require.NoError(t, a.Register("slow", Every(10*time.Second), job, opts...))
 					require.NoError(t, a.Start())
 					time.Sleep(5 * time.Second) // a runs :00 (b, started later, never fired it)
@@ -325,7 +325,7 @@ func TestScheduler_Trigger_LateScheduledClaimAfterATriggerIsRefused(t *testing.T
 		var rs runStarts
 		job := func(ctx context.Context) error { rs.record(ctx); return nil }
 		var ev events
-		s := newScheduler(t, store, WithClaimLead(0), WithObserver(ev.observe), WithClock(skewedClock{clockwork.NewRealClock(), -300 * time.Millisecond}))
+		s := newScheduler(t, store, WithObserver(ev.observe), WithClock(skewedClock{clockwork.NewRealClock(), -300 * time.Millisecond}))
 		require.NoError(t, s.Register("report", Every(2*time.Second), job))
 		require.NoError(t, s.Start())
 		time.Sleep(4100 * time.Millisecond) // :04.100, the replica reads :03.800

@@ -24,7 +24,7 @@ func TestScheduler_Logs_DurationsReadable(t *testing.T) {
 		log, written := jsonDebugLog()
 		start := time.Now()
 		store := outageStore{Store: newMemoryStore(t, nil), from: start.Add(2*time.Minute - time.Second), to: start.Add(2*time.Minute + 3*time.Second)}
-		s := newScheduler(t, store, WithClaimLead(0), WithLogger(log))
+		s := newScheduler(t, store, WithLogger(log))
 		require.NoError(t, s.Register("report", Every(time.Minute), func(context.Context) error {
 			time.Sleep(1500 * time.Millisecond)
 			return nil

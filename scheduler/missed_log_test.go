@@ -62,7 +62,7 @@ func TestScheduler_ReportMissed_StormLogsOneWarningPerGroup(t *testing.T) {
 				store := outageStore{Store: newMemoryStore(t, nil), from: from, to: from.Add(3 * time.Minute)}
 				logs := &recordsHandler{level: level}
 				ev := &events{}
-				s := newScheduler(t, store, WithClaimLead(0), WithLogger(slog.New(logs)), WithObserver(ev.observe))
+				s := newScheduler(t, store, WithLogger(slog.New(logs)), WithObserver(ev.observe))
 				for i := range jobs {
 					require.NoError(t, s.Register(fmt.Sprintf("job-%03d", i), Cron("* * * * *"), func(context.Context) error { return nil },
 						WithTTL(10*time.Second)))

@@ -71,7 +71,7 @@ func newReplicaSet(t *testing.T, n int, wrap func(lease.Store) lease.Store, regi
 		if wrap != nil {
 			st = wrap(store)
 		}
-		s := newScheduler(t, st, WithInstanceID(fmt.Sprintf("replica-%d", i)), WithObserver(ev.observe), WithClaimLead(0))
+		s := newScheduler(t, st, WithInstanceID(fmt.Sprintf("replica-%d", i)), WithObserver(ev.observe))
 		register(s, f.occ)
 		f.replicas = append(f.replicas, s)
 		f.events = append(f.events, ev)

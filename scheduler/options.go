@@ -66,7 +66,6 @@ func defaultConfig() config {
 
 		acquireConcurrency: DefaultAcquireConcurrency,
 		registryRefresh:    DefaultRegistryRefresh,
-		claimLead:          DefaultClaimLead,
 	}
 }
 

@@ -173,7 +173,7 @@ func TestScheduler_BufferOne_ShutdownEndsTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		var ev events
-		s := newScheduler(t, store, WithClaimLead(0), WithObserver(ev.observe))
+		s := newScheduler(t, store, WithObserver(ev.observe))
 		require.NoError(t, s.Register("slow", Every(time.Minute), func(context.Context) error { return nil }, WithOverlap(OverlapBufferOne)))
 		holder, err := store.Acquire(t.Context(), JobKeyPrefix+"slow", time.Hour)
 		require.NoError(t, err)

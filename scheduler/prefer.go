@@ -19,8 +19,9 @@ import (
 // for each occurrence, identically on every replica that has the same
 // view:
 //
-//   - the first choice claims at the firing (the claim lead ahead of the
-//     occurrence, claim_ahead.go), as every replica did before;
+//   - the first choice claims at the firing (a lead ahead of the
+//     occurrence with WithClaimLead, claim_ahead.go), as every replica
+//     did before;
 //   - the backup waits BackupGrace (and the clock difference), then reads
 //     the job's round record (lease.RoundReader: one plain GET, pipelined
 //     with the other occurrences due at the same instant) and claims only

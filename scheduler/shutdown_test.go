@@ -209,7 +209,7 @@ func TestScheduler_Shutdown_StopsFiringsBeforeItCancelsRuns(t *testing.T) {
 			}
 			return nil
 		}
-		s = newScheduler(t, newMemoryStore(t, nil), WithClaimLead(0))
+		s = newScheduler(t, newMemoryStore(t, nil))
 		require.NoError(t, s.Register("report", Every(time.Second), job))
 		require.NoError(t, s.Start())
 		time.Sleep(500 * time.Millisecond) // the run of :00 waits for its context

@@ -113,7 +113,7 @@ func TestScheduler_Logs_OneTypePerField(t *testing.T) {
 		require.NoError(t, err)
 		from := time.Now().Add(3 * time.Minute)
 		wrapped := outageStore{Store: store, from: from, to: from.Add(10 * time.Second)}
-		s := newScheduler(t, wrapped, WithClaimLead(0), WithLogger(log), WithInstanceID("replica-1"))
+		s := newScheduler(t, wrapped, WithLogger(log), WithInstanceID("replica-1"))
 		var lost atomic.Bool
 		require.NoError(t, s.Register("ok", Cron("* * * * *"), func(context.Context) error { return nil }))
 		require.NoError(t, s.Register("fails", Cron("* * * * *"), func(context.Context) error { return errors.New("disk full") }))

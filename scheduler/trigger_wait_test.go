@@ -46,7 +46,7 @@ func TestScheduler_Trigger_TakenAtOnceByTheReplicaItWaitedFor(t *testing.T) {
 		}
 		var scheds []*Scheduler
 		for _, id := range ids {
-			s := newScheduler(t, store, WithClaimLead(0), WithInstanceID(id))
+			s := newScheduler(t, store, WithInstanceID(id))
 			require.NoError(t, s.Register(name, Every(time.Hour), job, WithTTL(time.Minute)))
 			require.NoError(t, s.Start())
 			scheds = append(scheds, s)

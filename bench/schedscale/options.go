@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cronguard/cronguard/scheduler"
 )
@@ -35,6 +36,15 @@ var schedulerOptions = map[string]func(value string) (scheduler.Option, error){
 		default:
 			return nil, fmt.Errorf("this scheduler has no claim mode %q (known: preferred, racing)", v)
 		}
+	},
+	// claim-lead: how far ahead of an occurrence its claim goes
+	// (scheduler.WithClaimLead), a Go duration; 0 is the default.
+	"claim-lead": func(v string) (scheduler.Option, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, err
+		}
+		return scheduler.WithClaimLead(d), nil
 	},
 	"control-plane": func(v string) (scheduler.Option, error) {
 		on, err := strconv.ParseBool(v)

@@ -197,6 +197,23 @@ func genPolicy(seed int64, j *JobSpec) {
 	}
 }
 
+// claimLeadOf draws replica n's claim lead (scheduler.WithClaimLead) from
+// its own generator (seed and replica), so that the other draws of a seed
+// stay as they were: none for half the replicas, 250 ms (the most a
+// schedule a second apart allows) or 100 ms for the others.
+func claimLeadOf(seed int64, n int) time.Duration {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "lead|%d", n)
+	rng := rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
+	switch rng.IntN(4) {
+	case 0:
+		return 250 * time.Millisecond
+	case 1:
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
 // behaviour is what one run does.
 type behaviour struct {
 	kind int

@@ -247,7 +247,8 @@ func (w *world) start(b *base) {
 		refresh = scheduler.DefaultRegistryRefresh
 	}
 	s, err := scheduler.New(inc.view, scheduler.WithLogger(w.log), scheduler.WithInstanceID(id),
-		scheduler.WithClock(inc.clock), scheduler.WithObserver(w.observe), scheduler.WithRegistryRefresh(refresh))
+		scheduler.WithClock(inc.clock), scheduler.WithObserver(w.observe), scheduler.WithRegistryRefresh(refresh),
+		scheduler.WithClaimLead(claimLeadOf(w.cfg.Seed, b.n)))
 	if err != nil {
 		panic(fmt.Sprintf("schedsim: scheduler.New: %v", err))
 	}
