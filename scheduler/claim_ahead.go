@@ -39,14 +39,13 @@ import (
 //     replica that has the job resumes it at once (reopen). A job
 //     without attempts does not run it elsewhere, as when a claim is
 //     answered during Shutdown.
-//   - The lead is why it is off by default: a replica that stalls (a
-//     SIGSTOP, a long pause) between its claims and their occurrence holds
-//     their leases until they expire, as it holds those of the runs it
-//     executes. Runs that return at once hold their lease for the lead
-//     alone; with it, a stall of more than the interval at that moment
-//     costs each such job its next occurrences until its TTL runs out
-//     (reported missed), where without it the same stall finds the leases
-//     released.
+//   - Why it is off by default: a replica that stalls (a SIGSTOP, a long
+//     pause) holds the leases of the runs it claimed and has not ended
+//     until it resumes or they expire, and for a stall longer than the
+//     interval each such job misses its next occurrences until its TTL
+//     runs out (reported missed). Without a lead that window is a firing's
+//     claim round trip plus the run; the lead adds itself to it. It also
+//     costs a timer per run and the run's goroutine until the occurrence.
 //   - A backup waits its grace from the occurrence, not from its early
 //     firing; the retries of a claim stop the lead earlier than they
 //     would without it (retryUntil), so that a retried claim never meets
@@ -71,11 +70,10 @@ const MaxClaimLead = time.Second
 // before its occurrence is due, it is skipped here (SkipShutdown); a job
 // with attempts (WithAttempts) releases the occurrence open, and a replica
 // that has the job resumes it at once; with one attempt it runs nowhere. A
-// replica that stalls between its claims and their occurrence holds their
-// leases until it resumes or they expire (the job's TTL), as it holds the
-// leases of the jobs it runs: with a lead, jobs that return at once hold
-// their lease for the lead too, and a long stall at that moment makes
-// their next occurrences miss.
+// replica that stalls holds the leases of the runs it claimed and has not
+// ended until it resumes or they expire (the job's TTL), and a stall
+// longer than the interval makes those jobs miss their next occurrences:
+// the lead adds itself to the time each run holds its lease.
 func WithClaimLead(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || d > MaxClaimLead {
