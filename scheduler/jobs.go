@@ -15,7 +15,7 @@ type JobInfo struct {
 	Name     string
 	Schedule string    // the schedule, as Schedule.String says it
 	Next     time.Time // the next occurrence after now (zero: none left)
-	Running  bool      // a run of the job executes on this replica
+	Running  bool      // a run of the job executes on this replica (or, claimed ahead with WithClaimLead, waits for its occurrence)
 	LastRun  *RunInfo  // the last run this replica ran, or nil
 }
 
