@@ -51,6 +51,7 @@ func TestScheduler_Prefer_ThreeReplicasOnRedis(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newBubbleMiniredis(t)
+				loadScripts(t, m)
 				occ := newOccurrences()
 				var stores []*countingRedis
 				var scheds []*Scheduler
