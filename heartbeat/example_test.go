@@ -71,7 +71,7 @@ func ExampleStart_lost() {
 	if err := store.Release(context.Background(), l.ID); err != nil {
 		panic(err)
 	}
-	_ = clock.BlockUntilContext(context.Background(), 2) // the heartbeat's timers are armed
+	_ = clock.BlockUntilContext(context.Background(), 1) // the heartbeat waits for its first renewal
 	clock.Advance(10 * time.Second)                      // the next renewal (every TTL/3)
 	<-ctx.Done()
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -76,7 +78,14 @@ func Start(parent context.Context, store lease.Store, l *lease.Lease, opts ...Op
 		stopc:  make(chan struct{}),
 		donec:  make(chan struct{}),
 	}
-	go h.run()
+	// The goroutine starts when the first renewal is due (one interval
+	// after the acquire was sent, which the lease's deadline tells:
+	// Deadline = sent + ttl - drift): most runs end before it, and a
+	// heartbeat stopped before then costs one timer, not a goroutine and
+	// its timers. Nothing can be lost before it: the cut-off (deadline -
+	// stop margin) comes after the first renewal, as newConfig checks.
+	first := l.Deadline.Add(-(l.TTL - leasekit.Drift(l.TTL))).Add(cfg.interval)
+	h.start = cfg.clock.AfterFunc(max(first.Sub(cfg.clock.Now()), 0), h.run)
 	return ctx, h.stop, nil
 }
 
@@ -89,9 +98,10 @@ type heartbeat struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	start    clockwork.Timer // starts run when the first renewal is due
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by stop
-	donec    chan struct{} // closed when run returns
+	donec    chan struct{} // closed when run returns, or by stop if run never started
 	cause    error         // the loss cause; written by run before donec closes
 }
 
@@ -99,6 +109,12 @@ func (h *heartbeat) stop() error {
 	h.stopOnce.Do(func() {
 		close(h.stopc)
 		h.cancel(ErrStopped)
+		if h.start.Stop() {
+			// Stopped before the first renewal was due: run never
+			// starts, and its last event is reported here.
+			h.emit(Event{Kind: EventStopped, ExpiresAt: h.lease.ExpiresAt, Deadline: h.lease.Deadline})
+			close(h.donec)
+		}
 	})
 	<-h.donec
 	return h.cause

@@ -263,11 +263,11 @@ func TestStart_WithClock_FakeClockDrivesRenewals(t *testing.T) {
 
 	const step = interval / 4 // renewals fall on steps
 	for range 10 * ttl / step {
-		// Two waiters (renewal and cut-off timers): the heartbeat is idle.
-		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		// The heartbeat waits for its clock.
+		require.NoError(t, idle(t.Context(), clock, l))
 		clock.Advance(step)
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+	require.NoError(t, idle(t.Context(), clock, l))
 
 	require.NoError(t, ctx.Err())
 	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
@@ -290,14 +290,14 @@ func TestStart_WithClock_PersistentErrorsCancelBeforeDeadline(t *testing.T) {
 		heartbeat.WithLogger(discard))
 	require.NoError(t, err)
 
-	// Wait for the heartbeat to be idle (renewal and cut-off timers armed)
+	// Wait for the heartbeat to wait for its clock
 	// or done, whichever comes first.
 	idleOrDone, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	context.AfterFunc(ctx, cancel)
 	const step = 10 * time.Millisecond
 	for clock.Now().Before(l.Deadline) {
-		if clock.BlockUntilContext(idleOrDone, 2) != nil {
+		if idle(idleOrDone, clock, l) != nil {
 			break
 		}
 		clock.Advance(step)
@@ -332,6 +332,43 @@ func TestStop_DuringExtend_NoRetryNoLoss(t *testing.T) {
 					assert.Empty(t, rec.of(heartbeat.EventRetrying))
 					assert.Empty(t, rec.of(heartbeat.EventLost))
 				}
+			})
+		})
+	}
+}
+
+// TestStop_BeforeFirstRenewal_NoExtendOneStoppedEvent: a heartbeat stopped
+// (or whose parent ends) before its first renewal is due never calls
+// Extend, ends once with EventStopped, and reports no loss.
+func TestStop_BeforeFirstRenewal_NoExtendOneStoppedEvent(t *testing.T) {
+	for _, how := range []string{"stop", "parent"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newFakeStore(clockwork.NewRealClock())
+				l := acquire(t, store, "job", ttl)
+				parent, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				ctx, stop, rec := startRecorded(t, parent, store, l)
+				time.Sleep(interval / 2)
+				if how == "parent" {
+					cancel()
+					time.Sleep(10 * ttl) // past the first renewal's time
+					synctest.Wait()
+				}
+
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() { assert.NoError(t, stop()) })
+				}
+				wg.Wait()
+				require.Error(t, ctx.Err())
+				assert.Zero(t, store.extendCalls(), "no renewal was due")
+				stopped := rec.of(heartbeat.EventStopped)
+				require.Len(t, stopped, 1, "the heartbeat ends once")
+				assert.NoError(t, stopped[0].Err)
+				assert.Equal(t, l.Deadline, stopped[0].Deadline)
+				assert.Equal(t, l.Fence, stopped[0].Fence)
+				assert.Len(t, rec.all(), 1, "nothing but the stop")
 			})
 		})
 	}

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/heartbeat"
+	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/lease"
 )
 
@@ -102,9 +104,21 @@ func (b *syncBuffer) String() string {
 }
 
 // acquire takes key on store, failing the test on error.
-func acquire(t *testing.T, store lease.Store, key string, ttl time.Duration) *lease.Lease {
+func acquire(t testing.TB, store lease.Store, key string, ttl time.Duration) *lease.Lease {
 	t.Helper()
 	l, err := store.Acquire(t.Context(), key, ttl)
 	require.NoError(t, err)
 	return l
+}
+
+// idle waits until a heartbeat of l started on the fake clock (with the
+// default interval) is waiting for its clock, or ctx is done: its one
+// start timer until the first renewal is due (one interval after the
+// acquire was sent), its renewal and cut-off timers after.
+func idle(ctx context.Context, clock *clockwork.FakeClock, l *lease.Lease) error {
+	first := l.Deadline.Add(-(l.TTL - leasekit.Drift(l.TTL))).Add(l.TTL / heartbeat.DefaultIntervalDivisor)
+	if clock.Now().Before(first) {
+		return clock.BlockUntilContext(ctx, 1)
+	}
+	return clock.BlockUntilContext(ctx, 2)
 }

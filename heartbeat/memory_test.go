@@ -29,12 +29,12 @@ func TestStart_MemoryStore_RenewalsKeepLeaseAliveForTenTTLs(t *testing.T) {
 
 	const step = interval / 4
 	for range 10 * ttl / step {
-		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		require.NoError(t, idle(t.Context(), clock, l))
 		clock.Advance(step)
 		_, err := store.Acquire(t.Context(), "job", ttl)
 		require.ErrorIs(t, err, lease.ErrLocked, "at %s", clock.Now())
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+	require.NoError(t, idle(t.Context(), clock, l))
 
 	require.NoError(t, ctx.Err())
 	assert.Len(t, rec.of(heartbeat.EventRenewed), int(10*ttl/interval))
@@ -128,10 +128,10 @@ func TestStart_MemoryStore_DefaultsToTheStoreClock(t *testing.T) {
 
 	const step = interval / 4
 	for range 3 * ttl / step {
-		require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+		require.NoError(t, idle(t.Context(), clock, l))
 		clock.Advance(step)
 	}
-	require.NoError(t, clock.BlockUntilContext(t.Context(), 2))
+	require.NoError(t, idle(t.Context(), clock, l))
 	require.NoError(t, ctx.Err())
 	ext := rec.of(heartbeat.EventRenewed)
 	require.Len(t, ext, int(3*ttl/interval), "renewals follow the store's fake clock")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/cronguard/cronguard/internal/leasekit"
 	"github.com/cronguard/cronguard/internal/logattr"
 	"github.com/cronguard/cronguard/lease"
 )
@@ -31,9 +30,10 @@ type boundedContext struct {
 
 func (c boundedContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// run is the heartbeat's goroutine. It is the only writer of h.cause and
-// the only caller of Store.Extend; at most one Extend is in flight, on a
-// goroutine of its own that run waits for before returning.
+// run is the heartbeat's goroutine, started by Start's timer when the
+// first renewal is due. It is the only writer of h.cause and the only
+// caller of Store.Extend; at most one Extend is in flight, on a goroutine
+// of its own that run waits for before returning.
 func (h *heartbeat) run() {
 	defer close(h.donec)
 	var (
@@ -62,10 +62,8 @@ func (h *heartbeat) run() {
 	cutoffAt := func() time.Time { return deadline.Add(-h.cfg.margin) }
 	cutoff := clock.NewTimer(cutoffAt().Sub(clock.Now()))
 	defer cutoff.Stop()
-	// The first renewal is due one interval after the acquire was sent,
-	// which the lease's deadline tells: Deadline = sent + ttl - drift.
-	first := deadline.Add(-(ttl - leasekit.Drift(ttl))).Add(h.cfg.interval)
-	renew := clock.NewTimer(max(first.Sub(clock.Now()), 0))
+	// Start runs this when the first renewal is due.
+	renew := clock.NewTimer(0)
 	defer renew.Stop()
 
 loop:
