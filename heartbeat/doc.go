@@ -13,7 +13,11 @@
 //
 // # How it works
 //
-// A goroutine extends the lease every interval (TTL/3 by default). It keeps a
+// A goroutine extends the lease every interval (TTL/3 by default). It starts
+// when the first renewal is due, one interval after the acquire was sent: a
+// heartbeat stopped before then (most short runs) costs one timer and no
+// goroutine, and nothing can be lost before it, since the cut-off comes
+// later. It keeps a
 // local deadline: l.Deadline at first, then, after each confirmed Extend,
 // the local time just before that Extend was sent plus the TTL minus
 // (TTL/100 + 2ms, lease.LocalDeadline). The server's clock is never compared with the local one;
@@ -29,7 +33,8 @@
 //     does not delay it.
 //
 // Stop ends renewals, cancels the context with ErrStopped and waits for the
-// goroutine; cancelling the parent context also ends renewals, and neither
+// goroutine (or, stopped before the first renewal, keeps it from starting);
+// cancelling the parent context also ends renewals, and neither
 // counts as a loss.
 //
 // # What it guarantees

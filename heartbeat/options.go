@@ -92,9 +92,10 @@ func WithLogger(logger *slog.Logger) Option {
 }
 
 // WithObserver sets a function called with every Event, synchronously on
-// the heartbeat's goroutine, before the matching log line. It must return
-// quickly and must not call the Stop function (Stop waits for that
-// goroutine). Default: none.
+// the heartbeat's goroutine, before the matching log line (EventStopped of
+// a heartbeat stopped before its first renewal, on the goroutine that
+// calls Stop). It must return quickly and must not call the Stop function
+// (Stop waits for that goroutine). Default: none.
 func WithObserver(fn func(Event)) Option {
 	return func(c *config) error {
 		if fn == nil {
