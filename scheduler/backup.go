@@ -215,6 +215,12 @@ func (s *Scheduler) backupPass() {
 // so: a trigger's round is the store's to choose, and any other firing
 // (an attempt of a round already claimed) is for its acquire to decide.
 //
+// The job's last run is read for the tasks decided at this look, not for
+// those put back to wait: a task's occurrence that came due while the job
+// ran is skipped at the look that decides it. Reading it at every look cost
+// a replica at 10,000 jobs some 5% of its CPU (a GET and a JSON decode per
+// task and look, for first choices that claimed late).
+//
 // A first choice that is seen claiming is waited for: when some of the
 // tasks of a first choice have their round claimed and others not, it is
 // alive and working through its firing (a loaded replica claims the jobs
@@ -286,17 +292,26 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 			i++
 		}
 	}
+	// The job's last run is read only for the tasks decided now: a task put
+	// back to wait is looked at again (a loaded first choice, seen
+	// claiming, is looked at several times), and read then.
 	running := map[int]bool{}
-	if len(open) > 0 {
-		okeys := make([]string, len(open))
-		for n, i := range open {
+	var decide []int // open tasks not put back, by index into keys
+	for _, i := range open {
+		if !waiting[i] {
+			decide = append(decide, i)
+		}
+	}
+	if len(decide) > 0 {
+		okeys := make([]string, len(decide))
+		for n, i := range decide {
 			okeys[n] = keys[i]
 		}
-		spans := make([]lease.RunSpan, len(open))
+		spans := make([]lease.RunSpan, len(decide))
 		ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
 		rerr := rr.LastRuns(ctx, okeys, spans)
 		cancel()
-		for n, i := range open {
+		for n, i := range decide {
 			if rerr == nil && spans[n].Covers(time.UnixMilli(occs[i])) {
 				running[i] = true
 			}
@@ -317,8 +332,6 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 		case running[k] && t.f.kind == firedBySchedule: // a catch-up is for such occurrences
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
 		case waiting[k]:
-			// Decided on the run recorded now: a run recorded by the time
-			// it is looked at again may be a later one.
 			bt.due = minTime(now.Add(backupRecheck), bt.until)
 			s.backups.put(bt)
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -100,9 +101,15 @@ func pairKeys() []string {
 // perAcquire each, one at a time (slowStore).
 func slowFirstPair(t *testing.T, store *memory.Store, perAcquire time.Duration, ids, keys []string, ran *ranBy) []*Scheduler {
 	t.Helper()
+	return slowFirstPairOn(t, store, store, perAcquire, ids, keys, ran)
+}
+
+// slowFirstPairOn is slowFirstPair with b on store b.
+func slowFirstPairOn(t *testing.T, store *memory.Store, b lease.Store, perAcquire time.Duration, ids, keys []string, ran *ranBy) []*Scheduler {
+	t.Helper()
 	var scheds []*Scheduler
 	for _, id := range ids {
-		var st lease.Store = store
+		var st lease.Store = b
 		if id == "a" {
 			st = newSlowStore(store, perAcquire)
 		}
@@ -182,7 +189,8 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaimingPastHalfTheGap(t *test
 		require.Less(t, perAcquire, backupRecheck, "a claims at least once between two of b's looks")
 
 		ran := newRanBy(t)
-		scheds := slowFirstPair(t, store, perAcquire, ids, keys, ran)
+		b := &runReads{Store: store}
+		scheds := slowFirstPairOn(t, store, b, perAcquire, ids, keys, ran)
 		runFor(t, scheds, 10*time.Second)
 
 		for k, key := range keys {
@@ -195,7 +203,22 @@ func TestScheduler_Backup_WaitsForAFirstChoiceSeenClaimingPastHalfTheGap(t *test
 				}
 			}
 		}
+		// Every round b waited for was claimed by its last look: b read no
+		// job's last run (it reads one only at the look that decides).
+		assert.Zero(t, b.keys.Load(), "last runs read by the backup")
 	})
+}
+
+// runReads is a store that counts the keys whose last run is read
+// (lease.RoundReader.LastRuns).
+type runReads struct {
+	*memory.Store
+	keys atomic.Int64
+}
+
+func (r *runReads) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
+	r.keys.Add(int64(len(keys)))
+	return r.Store.LastRuns(ctx, keys, spans)
 }
 
 // A backup whose clock runs ahead of its first choice's adds the
