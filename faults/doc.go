@@ -25,7 +25,10 @@
 //     unless Redis lost the earlier one with its data before the later
 //     acquire (counted and explained);
 //  4. every occurrence ran unless a fault explains why not (a held lease,
-//     or one a rollback put back; Redis down; no healthy replica, a stall
+//     or one a rollback put back, or one whose release was answered only
+//     after the occurrence when its replica skipped it as running there;
+//     a winner killed before it recorded the run's start, even just after
+//     the harness recorded the kill; Redis down; no healthy replica, a stall
 //     counting as a pause of every replica; or a request whose outcome was
 //     lost in a fault, including one in flight when its replica was paused
 //     or killed, which may have claimed the round or held the lease for

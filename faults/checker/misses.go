@@ -63,7 +63,7 @@ func (ix *indexed) claimedNotRun(job Job, o int64) (why string, explained bool) 
 			continue
 		}
 		for _, f := range ix.faultsOn(a.Replica) {
-			if f.kind == history.FaultKill && f.startMono >= a.Mono && f.startMono <= a.Mono+job.TTL.Nanoseconds() {
+			if f.kind == history.FaultKill && (f.startMono >= a.Mono && f.startMono <= a.Mono+job.TTL.Nanoseconds() || ix.diedRecording(a, f)) {
 				return fmt.Sprintf("lease %d of %s acquired it at %s; %s was killed at %s before starting the run",
 					a.Fence, a.Replica, ms(a.AcquiredAt), a.Replica, ms(f.startWall/1e6)), true
 			}
@@ -78,6 +78,26 @@ func (ix *indexed) claimedNotRun(job Job, o int64) (why string, explained bool) 
 			a.Fence, a.Replica, ms(a.AcquiredAt), strings.Join(skips, ", "), attempts(ix.attempts[key{job.Name, o}])), false
 	}
 	return "", false
+}
+
+// diedRecording reports whether event a was recorded by the process that
+// kill f ended, after the harness recorded the kill's start: the harness
+// records FaultStart before it sends SIGKILL, so the dying process may
+// record a few more events (an acquire whose run it never started). That
+// process is the one that recorded the replica's last event before the
+// kill's start.
+func (ix *indexed) diedRecording(a history.Event, f *fault) bool {
+	if a.Mono < f.startMono || a.PID == 0 {
+		return false
+	}
+	killed := 0
+	for _, e := range ix.history[a.Replica] {
+		if e.Mono >= f.startMono {
+			break
+		}
+		killed = e.PID
+	}
+	return killed == a.PID
 }
 
 // window returns the occurrences (4) checks of a job whose interval is
@@ -182,6 +202,9 @@ func explain(in Input, ix *indexed, blocks []blocked, flights []flight, job Job,
 			}
 		}
 	}
+	if why := releaseInFlight(ix.attempts[key{job.Name, o}], blocks, o, tol); why != "" {
+		return "held", why
+	}
 	if healthy := ix.healthyAt(o, fireEnd, slack); len(healthy) == 0 {
 		if f := ix.stallIn(o, fireEnd, slack); f != nil {
 			return "stall", fmt.Sprintf("the machine stalled %s..%s (as if every replica was paused)", ms(f.startWall/1e6), ms(f.endWall/1e6))
@@ -189,6 +212,37 @@ func explain(in Input, ix *indexed, blocks []blocked, flights []flight, job Job,
 		return "no_healthy_replica", "every replica was down, stopped or cut off"
 	}
 	return "", ""
+}
+
+// releaseInFlight explains the miss of occurrence o by a replica that
+// skipped it as running there (the scheduler's running_here: its run of
+// an earlier occurrence had not ended when o came due, its release
+// included) while that run's lease may still have been held at o: the
+// release that freed it was confirmed only at o or later (or never, and
+// the lease's expiry, with tol, reaches o). Under OverlapSkip such an
+// occurrence is skipped; any other replica's acquire at o could have met
+// the same lease. It returns "" when no attempt is such a skip.
+func releaseInFlight(attempts []history.Event, blocks []blocked, o, tol int64) string {
+	for _, e := range attempts {
+		if e.Kind != history.Skip || e.Reason != "running_here" {
+			continue
+		}
+		for _, b := range blocks {
+			l := b.l
+			if l.replica != e.Replica || l.occurrence >= o || l.acquiredAt > o {
+				continue
+			}
+			switch {
+			case l.releasedOK != 0 && l.releasedOK/1e6 >= o:
+				return fmt.Sprintf("%s skipped it as running there: lease %d of %s (occurrence %s, acquired %s) was released, confirmed at %s",
+					e.Replica, l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.releasedOK/1e6))
+			case l.releasedOK == 0 && l.expiresAt+tol >= o:
+				return fmt.Sprintf("%s skipped it as running there: lease %d of %s (occurrence %s, acquired %s) had no confirmed release and expired at %s",
+					e.Replica, l.fence, l.replica, ms(l.occurrence), ms(l.acquiredAt), ms(l.expiresAt))
+			}
+		}
+	}
+	return ""
 }
 
 // stallIn returns a stall that overlaps [from, to] (Unix ms), counting

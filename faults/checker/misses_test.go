@@ -142,6 +142,27 @@ func TestCheck_ClaimedNotRun(t *testing.T) {
 			h.restart("r2", 5600)
 			h.dropAll(6000) // the dead holder's lease blocked it
 		}, nil, "killed_winner"},
+		{"killed, the acquire recorded after the kill's start", func(h *fleetHistory) {
+			// The harness records FaultStart, then sends SIGKILL: the
+			// dying process recorded its acquire in between.
+			h.dropKind(5000, history.Release)
+			h.events = slices.DeleteFunc(h.events, func(e history.Event) bool { return e.Kind == history.Skip })
+			h.fault(history.FaultKill, "r2", 5000, 5500)
+			h.restart("r2", 5600)
+			h.dropAll(6000)
+			h.pids("r2", 5600, 100) // the killed process: every event of r2 until the restart
+			h.pids("r2", 1e9, 0)    // (events after it keep no PID)
+		}, nil, "killed_winner"},
+		{"declined by a process other than the one killed", func(h *fleetHistory) {
+			h.fault(history.FaultKill, "r2", 5000, 5500)
+			h.restart("r2", 5600)
+			h.pids("r2", 5000, 100)
+			for i, e := range h.events {
+				if e.Replica == "r2" && e.Occurrence == 5000 {
+					h.events[i].PID = 200 // not the process whose last event came before the kill
+				}
+			}
+		}, []int64{5000}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +175,55 @@ func TestCheck_ClaimedNotRun(t *testing.T) {
 				assert.Equal(t, tt.reason, reasons[5000])
 			} else {
 				assert.Contains(t, h.check().Violations[0].Detail, "did not run it (skipped: running here)")
+			}
+		})
+	}
+}
+
+// pids gives pid to r's events before ms that have none.
+func (h *fleetHistory) pids(r string, before int64, pid int) {
+	for i, e := range h.events {
+		if e.Replica == r && e.Mono < before*msNs && e.PID == 0 {
+			h.events[i].PID = pid
+		}
+	}
+}
+
+// A replica that skipped an occurrence as running there, while the lease
+// of its run of the occurrence before was released only after the
+// occurrence came due, explains the miss: the lease may still have been
+// held (OverlapSkip). A release confirmed before the occurrence does not.
+func TestCheck_SkippedWhileTheReleaseWasInFlight(t *testing.T) {
+	tests := []struct {
+		name      string
+		confirmed int64 // when r2's release of 4000 was recorded, ms
+		want      []int64
+	}{
+		{"confirmed after the occurrence", 5004, nil},
+		{"confirmed before the occurrence", 4999, []int64{5000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := cleanHistory()               // r2 runs 4000
+			sent := min(4999, tt.confirmed-2) // the release is sent before the occurrence
+			for i, e := range h.events {
+				switch {
+				case e.Occurrence != 4000:
+				case e.Kind == history.RunEnd:
+					h.events[i].Mono, h.events[i].Wall = (sent-2)*msNs, (sent-2)*msNs
+				case e.Kind == history.Release:
+					h.events[i].Sent, h.events[i].SentWall = sent*msNs, sent*msNs
+					h.events[i].Mono, h.events[i].Wall = tt.confirmed*msNs, tt.confirmed*msNs
+				}
+			}
+			h.dropAll(5000)
+			skip := ev("r2", history.Skip, 5002)
+			skip.Job, skip.Occurrence, skip.Reason = job.Name, 5000, "running_here"
+			h.events = append(h.events, skip)
+			violations, reasons := verdict(t, h)
+			assert.Equal(t, tt.want, violations)
+			if tt.want == nil {
+				assert.Equal(t, "held", reasons[5000])
 			}
 		})
 	}
