@@ -87,6 +87,11 @@ loop:
 			}
 			break loop
 		case <-renew.Chan():
+			if h.ctx.Err() != nil {
+				// Stop or the parent ended the heartbeat as the renewal
+				// came due (or before run started): nothing to renew.
+				break loop
+			}
 			inflight = true
 			sent := clock.Now()
 			ctx := boundedContext{Context: h.ctx, deadline: cutoffAt()}

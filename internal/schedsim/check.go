@@ -185,7 +185,7 @@ func (c *checker) overlap() {
 				if !b.Start.Before(end) {
 					break
 				}
-				if c.wipeIn(c.claimed(a), b.Start) {
+				if c.wipeIn(c.firstClaimed(a, b), b.Start) {
 					continue
 				}
 				c.fail("overlap", b.Start, job, "%s started at %s while %s was guarded from %s to %s",
@@ -216,6 +216,19 @@ func (c *checker) replicaOverlap() {
 // claimed is when attempt a's lease was won: before a started when its
 // claim went ahead of its occurrence (scheduler.WithClaimLead). A wipe
 // after that takes the lease a holds, whenever a started.
+// firstClaimed is when the first of attempts a and b was claimed: a wipe
+// after it takes the lease that attempt holds, and the other may win its
+// own. The attempt that starts first need not be the one claimed first: a
+// claim ahead of its occurrence waits for it, and one claimed after the
+// wipe at the occurrence may start before it.
+func (c *checker) firstClaimed(a, b *Attempt) time.Time {
+	ca, cb := c.claimed(a), c.claimed(b)
+	if cb.Before(ca) {
+		return cb
+	}
+	return ca
+}
+
 func (c *checker) claimed(a *Attempt) time.Time {
 	if l := c.leaseOf(a); l != nil && l.Acquired.Before(a.Start) {
 		return l.Acquired
@@ -305,7 +318,7 @@ func (c *checker) once() {
 					if unreleased && b.Attempt > 1 && !committed(b) {
 						continue
 					}
-					if !c.wipeIn(c.claimed(a), b.Start) {
+					if !c.wipeIn(c.firstClaimed(a, b), b.Start) {
 						c.fail("once", b.Start, job, "%s started after %s had succeeded", b, a)
 					}
 				}
