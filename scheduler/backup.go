@@ -292,9 +292,7 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 			i++
 		}
 	}
-	// The job's last run is read only for the tasks decided now: a task put
-	// back to wait is looked at again (a loaded first choice, seen
-	// claiming, is looked at several times), and read then.
+	// The last runs of the tasks decided at this look (see above).
 	running := map[int]bool{}
 	var decide []int // open tasks not put back, by index into keys
 	for _, i := range open {
