@@ -124,12 +124,14 @@ func TestScheduler_Run_ReleaseRetriesAfterARedisConnectionReset(t *testing.T) {
 // next one.
 func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 	t.Parallel()
-	// The retried acquire must reach the restarted server within the round's
-	// skew bound (half the interval, 5s here), else it is refused as skewed
-	// and the occurrence is missed: room for a restart on a loaded machine.
-	// With 6s (3s of room), a suite run under load beside the Valkey step
-	// missed the occurrence once.
-	const every = 10 * time.Second
+	// The occurrence is retried until 1s before the next one (9s here).
+	// Before its retry, a replica waits for the acquire lost in the crash
+	// (bounded by min(ttl, MaxCleanup)) and for its roll-back (bounded by
+	// min(ttl, 5s)): with a TTL of 3s, 6s at worst, which leaves 3s for
+	// the restart and the retry on a loaded machine. With a TTL of 5s the
+	// two bounds alone took the 9s once, under load: both hung until their
+	// timeouts, and the occurrence was given up before its retry.
+	const every, ttl = 10 * time.Second, 3 * time.Second
 	srv := testutil.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	proxy := testutil.NewProxy(t, srv.Addr)
 	occ := newOccurrences()
@@ -166,7 +168,7 @@ func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 		// Every replica claims every occurrence (no preferred replica):
 		// the three acquires are in flight when the server stops.
 		s := newScheduler(t, store, WithInstanceID(fmt.Sprintf("replica-%d", i)), WithObserver(observe), WithoutControlPlane())
-		require.NoError(t, s.Register("restart", Every(every), job, WithTTL(5*time.Second)))
+		require.NoError(t, s.Register("restart", Every(every), job, WithTTL(ttl)))
 		replicas = append(replicas, s)
 	}
 	for _, s := range replicas {
@@ -182,10 +184,13 @@ func TestScheduler_Run_RedisRestartDuringTheAcquireWindow(t *testing.T) {
 	target := prev.Add(every)
 	acquires := proxy.CountRequests([]byte("cronguard:{job:restart}"))
 	srv.Pause()
+	t.Logf("server paused at %s; next occurrence %s", time.Now().Format(timeOfDay), target.Format(timeOfDay))
 	t.Cleanup(srv.Resume) // before the clients close, should the test stop here
 	require.NoError(t, acquires.Wait(ctx, 3), "the three acquires for %s reached the stopped server", target)
 	restarting := time.Now()
 	srv.Crash()
+	t.Logf("the three acquires reached the stopped server by %s; crashed and restarted by %s",
+		restarting.Format(timeOfDay), time.Now().Format(timeOfDay))
 	for want := target.Add(every); ; {
 		select {
 		case o := <-ran:
@@ -256,3 +261,6 @@ func (s *settledOccurrences) next(ctx context.Context) (time.Time, error) {
 		return time.Time{}, ctx.Err()
 	}
 }
+
+// timeOfDay formats the instants of a test's timeline in its log.
+const timeOfDay = "15:04:05.000"
