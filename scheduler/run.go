@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -175,6 +176,14 @@ func (s *Scheduler) execute(r *run) {
 	}
 	s.begin(r)
 	call(ctx, r.reg.fn, &end)
+	// Starts before ends: at a large firing group's occurrence thousands
+	// of runs are ready at once, and each would otherwise finish (stop
+	// its heartbeat, build its status, queue its release) before the
+	// runs behind it start. Yielding here lets those start first; the
+	// release waits a little, under a lease that holds. At 10,000 jobs x
+	// 3 replicas with a claim lead, the start lateness p99 went from
+	// about 116 to 79 ms (BENCHMARKS.md).
+	runtime.Gosched()
 }
 
 // prepare starts r's heartbeat, indexes its occurrence, takes a slot of
