@@ -98,7 +98,8 @@
 //     the job's WithTimeout as its deadline, and that is cancelled with a
 //     cause: heartbeat.ErrLeaseLost or heartbeat.ErrLeaseUnconfirmed when the
 //     lease can no longer be trusted, ErrTimeout at the timeout, ErrShutdown
-//     on Shutdown.
+//     on Shutdown, and heartbeat.ErrStopped once the job has returned (for
+//     the goroutines it left behind).
 //  4. Finish: however the job ends (a return, a panic, runtime.Goexit), stop
 //     the heartbeat, report the outcome (succeeded, failed, panicked,
 //     timed_out), and release the lease with a fresh context bounded by

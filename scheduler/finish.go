@@ -63,9 +63,8 @@ func (s *Scheduler) finishUncalled(r *run, end *exit) {
 // returns the triggers the release found waiting.
 func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int) {
 	took := s.cfg.clock.Since(r.began)
-	cause := context.Cause(r.ctx) // before it is cancelled below: nil unless Shutdown, a loss or the timeout ended it
-	r.cancel(nil)
-	r.unwatch() // a timeout or shutdown report in progress is out
+	cause := context.Cause(r.ctx) // before the heartbeat's stop cancels it below: nil unless Shutdown or a loss ended it
+	r.unwatch()                   // a timeout or shutdown report in progress is out
 	lost := r.stopHeartbeat()
 	if r.stopSlotHeartbeat != nil {
 		_ = r.stopSlotHeartbeat() // a loss was reported as it happened

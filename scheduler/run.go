@@ -79,11 +79,14 @@ type run struct {
 	hbHandler    runHandler
 	done         chan struct{} // closed after the job returned, the lease was released and the owner told
 
-	began         time.Time
-	waited        time.Duration   // how long it waited for its occurrence after its claim (claim_ahead.go)
-	ctx           context.Context // the run's context, cancelled with a cause (before the values the job reads)
+	began  time.Time
+	waited time.Duration // how long it waited for its occurrence after its claim (claim_ahead.go)
+	// ctx is the run's context below its timeout and the values the job
+	// reads: the heartbeat's (or, with a concurrency limit, the slot's),
+	// cancelled with a cause on a loss or Shutdown, and by the heartbeat's
+	// stop once the job has returned.
+	ctx           context.Context
 	stopHeartbeat heartbeat.Stop
-	cancel        context.CancelCauseFunc
 	cancelTimeout context.CancelFunc // nil without WithTimeout
 	unwatch       func()             // ends the cancellation watcher and waits for it
 
@@ -210,8 +213,12 @@ func (s *Scheduler) prepare(r *run, end *exit) context.Context {
 		}
 		hbCtx = slotCtx
 	}
-	ctx, cancel := context.WithCancelCause(hbCtx)
-	r.ctx, r.cancel = ctx, cancel
+	// The job's context is the heartbeat's (or the slot's): no layer of
+	// its own, which every run would register with the heartbeat's
+	// context at its start. The heartbeat's stop (finish.go) cancels it
+	// once the job has returned.
+	ctx := hbCtx
+	r.ctx = ctx
 	if t := r.reg.timeout; t > 0 {
 		// A real deadline, so that drivers bound their I/O by it; the
 		// watcher stops the lease's renewals when it passes.

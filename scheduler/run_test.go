@@ -175,6 +175,35 @@ func TestScheduler_Run_TimeoutCancelsWithErrTimeout(t *testing.T) {
 	})
 }
 
+// A goroutine the job leaves behind sees the job's context done once the
+// job has returned, with cause heartbeat.ErrStopped (the run's heartbeat
+// stopped at its end), with and without a timeout; while the job runs the
+// context is live.
+func TestScheduler_Run_ContextDoneOnceTheJobReturned(t *testing.T) {
+	for name, opts := range map[string][]JobOption{"plain": nil, "timeout": {WithTimeout(time.Hour)}} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScheduler(t, newMemoryStore(t, nil))
+				time.Sleep(500 * time.Millisecond)
+				live := make(chan error, 1)
+				after := make(chan error, 1)
+				require.NoError(t, s.Register("leaves", Every(time.Minute), func(ctx context.Context) error {
+					live <- ctx.Err()
+					go func() {
+						<-ctx.Done()
+						after <- context.Cause(ctx)
+					}()
+					return nil
+				}, opts...))
+				require.NoError(t, s.Start())
+				require.NoError(t, <-live, "the context is live while the job runs")
+				assert.ErrorIs(t, <-after, heartbeat.ErrStopped)
+				shutdown(t, s)
+			})
+		})
+	}
+}
+
 // A job that ignores its timeout stops being renewed at the timeout: its
 // lease runs out within one TTL (plus the store's expiry tolerance) and the
 // next occurrence runs on the other replica, rather than the job holding it
