@@ -193,7 +193,7 @@ func (s *Scheduler) execute(r *run) {
 // its concurrency limit and returns the context the job is called with;
 // nil, with end set, when the job is not to be called.
 func (s *Scheduler) prepare(r *run, end *exit) context.Context {
-	hbCtx, stop, err := heartbeat.Start(s.base, s.store, r.lease,
+	hbCtx, stop, err := heartbeat.Start(s.runBases.take(), s.store, r.lease,
 		heartbeat.WithLogger(&r.heartbeatLog), heartbeat.WithObserver(func(e heartbeat.Event) { s.observeHeartbeat(r, e) }))
 	if err != nil { // a bug: the TTL was validated
 		*end = exit{how: exitNotStarted, err: err}

@@ -32,10 +32,11 @@ type Scheduler struct {
 	// with cause ErrShutdown, once firings have stopped.
 	claimCtx     context.Context
 	cancelClaims context.CancelCauseFunc
-	// base is the parent of every run context; Shutdown cancels it next,
-	// with cause ErrShutdown.
+	// base is the ancestor of every run context (through runBases);
+	// Shutdown cancels it next, with cause ErrShutdown.
 	base       context.Context
 	cancelBase context.CancelCauseFunc
+	runBases   runBases // the runs' parents, children of base (runbase.go)
 
 	// queue feeds the claim workers (fire.go); workers counts them and
 	// the claims that wait for a job's lease.
@@ -117,6 +118,7 @@ func New(store lease.Store, opts ...Option) (*Scheduler, error) {
 	s.missed = newMissedLog(s.log, cfg.clock)
 	s.claimCtx, s.cancelClaims = context.WithCancelCause(context.Background())
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
+	s.runBases.init(s.base)
 	return s, nil
 }
 

@@ -75,6 +75,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		// 2. Cancel the running jobs (and with them their heartbeats,
 		// which stop renewing).
 		s.cancelBase(ErrShutdown)
+		s.runBases.release()
 	}
 
 	// 3. Wait for the claims, then for the runs: none starts after the
