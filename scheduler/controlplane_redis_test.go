@@ -131,21 +131,22 @@ func TestScheduler_ControlPlane_RefreshIsConstantOnRedis(t *testing.T) {
 			n, err := admin.Do(t.Context(), admin.B().Zcard().Key("cronguard:fleet:{fleet}:replicas").Build()).AsInt64()
 			return err == nil && n == 1
 		})
-		// Each tick of the fake clock is a refresh, once the registry's
-		// loop waits on its ticker: a tick it was not yet waiting for is
-		// given again until the refresh shows (a loaded machine may run
-		// the loop late). The figures are per refresh script, so a refresh
-		// more in the window changes none of them.
+		// Each tick of the fake clock is one refresh: the registry's loop
+		// made its ticker before it published (so it has one now), and a
+		// fake ticker keeps a tick that comes while the loop is busy. The
+		// ticks are given one at a time, each once the refresh before it
+		// showed, so that no refresh is in flight when the window opens
+		// or closes. (Giving a tick again until the refresh showed put a
+		// refresh astride the window's start on a loaded machine, its
+		// TIME before the reset and its script after: 1.8 TIMEs per
+		// refresh.)
 		refreshes := func(n int64) {
 			t.Helper()
 			require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
 			for i := int64(1); i <= n; i++ {
+				clock.Advance(refresh)
 				waitUntilHolds(t, fmt.Sprintf("refresh %d of %d", i, n), func() bool {
-					if callsByCommand(t, admin)["pexpire"] >= i {
-						return true
-					}
-					clock.Advance(refresh)
-					return false
+					return callsByCommand(t, admin)["pexpire"] >= i
 				})
 			}
 		}
