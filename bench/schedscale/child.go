@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -121,17 +120,15 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	// for every occurrence of the replica's span (an attempt per job per
 	// interval at most).
 	perJob := int(max(cfg.Span, 90*cfg.Interval)/cfg.Interval) + 10
-	var mu sync.Mutex
-	runs := make([][3]int64, 0, cfg.Jobs*perJob)
-	record := func(ctx context.Context) error {
+	var runs record[[3]int64]
+	runs.reserve(cfg.Jobs * perJob)
+	job := func(ctx context.Context) error {
 		r, ok := scheduler.RunFromContext(ctx)
 		if !ok {
 			return fmt.Errorf("schedscale: no run in context")
 		}
 		late := time.Since(r.Occurrence).Microseconds() // true time, whatever the scheduler's clock says
-		mu.Lock()
-		runs = append(runs, [3]int64{int64(jobIndex(r.Job)), r.Occurrence.UnixMilli(), late})
-		mu.Unlock()
+		runs.add([3]int64{int64(jobIndex(r.Job)), r.Occurrence.UnixMilli(), late})
 		return nil
 	}
 	late := &lateness{}
@@ -139,9 +136,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	late.reserve(cfg.Jobs * perJob)
 	timed.reserve(cfg.Jobs * perJob)
 	buffers := func() uint64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return uint64(cap(runs))*24 + late.bytes() + timed.bytes()
+		return runs.bytes() + late.bytes() + timed.bytes()
 	}
 
 	bufBefore := buffers()
@@ -169,7 +164,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return err
 	}
 	for i := range cfg.Jobs {
-		if err := s.Register(JobName(i), scheduler.Every(cfg.Interval), record, scheduler.WithTTL(cfg.TTL)); err != nil {
+		if err := s.Register(JobName(i), scheduler.Every(cfg.Interval), job, scheduler.WithTTL(cfg.TTL)); err != nil {
 			return err
 		}
 	}
@@ -196,8 +191,6 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	done.Stats = s.Stats()
 	prof.stop()
 	done.Late = late.summary() + "; " + timed.summary()
-	mu.Lock()
-	done.Runs = runs
-	mu.Unlock()
+	done.Runs = runs.values()
 	return enc.Encode(done)
 }

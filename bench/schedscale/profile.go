@@ -102,9 +102,8 @@ func (p *profiler) stop() {
 // its outcome event came: event time minus occurrence (this includes the
 // acquire's round trip).
 type lateness struct {
-	mu      sync.Mutex
-	d       []time.Duration
-	started []time.Duration // of the runs started only
+	d       record[time.Duration]
+	started record[time.Duration] // of the runs started only
 }
 
 func (l *lateness) observe(e scheduler.Event) {
@@ -114,19 +113,15 @@ func (l *lateness) observe(e scheduler.Event) {
 		return
 	}
 	late := time.Since(e.Occurrence)
-	l.mu.Lock()
-	l.d = append(l.d, late)
+	l.d.add(late)
 	if e.Kind == scheduler.EventStarted {
-		l.started = append(l.started, late)
+		l.started.add(late)
 	}
-	l.mu.Unlock()
 }
 
 // summary returns "p50 ... p99 ... max" of the recorded lateness.
 func (l *lateness) summary() string {
-	l.mu.Lock()
-	d, started := slices.Clone(l.d), slices.Clone(l.started)
-	l.mu.Unlock()
+	d, started := slices.Clone(l.d.values()), slices.Clone(l.started.values())
 	if len(d) == 0 {
 		return "no attempts"
 	}
@@ -205,9 +200,7 @@ func (p *profiler) writeHeap(kind string) {
 }
 
 func (l *lateness) bytes() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return uint64(cap(l.d)) * 8
+	return l.d.bytes() + l.started.bytes()
 }
 
 func (t *timedStore) bytes() uint64 {
@@ -217,9 +210,8 @@ func (t *timedStore) bytes() uint64 {
 }
 
 func (l *lateness) reserve(n int) {
-	l.mu.Lock()
-	l.d = slices.Grow(l.d, n)
-	l.mu.Unlock()
+	l.d.reserve(n)
+	l.started.reserve(n)
 }
 
 func (t *timedStore) reserve(n int) {
