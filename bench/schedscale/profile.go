@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/cronguard/cronguard/lease"
@@ -149,8 +148,7 @@ func (l *lateness) summary() string {
 // preferred replica; lease.BatchAcquirer, lease.RoundReader).
 type timedStore struct {
 	*redislease.Store
-	mu sync.Mutex
-	d  []time.Duration
+	d record[time.Duration]
 }
 
 // AcquireBatch times a batch of acquires: each took the batch's round trip.
@@ -158,27 +156,20 @@ func (t *timedStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireReque
 	began := time.Now()
 	t.Store.AcquireBatch(ctx, reqs, res)
 	d := time.Since(began)
-	t.mu.Lock()
 	for range reqs {
-		t.d = append(t.d, d)
+		t.d.add(d)
 	}
-	t.mu.Unlock()
 }
 
 func (t *timedStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
 	began := time.Now()
 	l, err := t.Store.Acquire(ctx, key, ttl, opts...)
-	d := time.Since(began)
-	t.mu.Lock()
-	t.d = append(t.d, d)
-	t.mu.Unlock()
+	t.d.add(time.Since(began))
 	return l, err
 }
 
 func (t *timedStore) summary() string {
-	t.mu.Lock()
-	d := slices.Clone(t.d)
-	t.mu.Unlock()
+	d := slices.Clone(t.d.values())
 	if len(d) == 0 {
 		return "no acquires"
 	}
@@ -203,19 +194,11 @@ func (l *lateness) bytes() uint64 {
 	return l.d.bytes() + l.started.bytes()
 }
 
-func (t *timedStore) bytes() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return uint64(cap(t.d)) * 8
-}
+func (t *timedStore) bytes() uint64 { return t.d.bytes() }
 
 func (l *lateness) reserve(n int) {
 	l.d.reserve(n)
 	l.started.reserve(n)
 }
 
-func (t *timedStore) reserve(n int) {
-	t.mu.Lock()
-	t.d = slices.Grow(t.d, n)
-	t.mu.Unlock()
-}
+func (t *timedStore) reserve(n int) { t.d.reserve(n) }
