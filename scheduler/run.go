@@ -236,8 +236,10 @@ func (s *Scheduler) begin(r *run) {
 	ev := r.event(EventStarted, nil)
 	ev.Lateness = r.began.Sub(r.info.Occurrence)
 	s.emit(r.job, ev)
-	r.log.LogAttrs(context.Background(), slog.LevelInfo, "job started", // LogAttrs: nothing is boxed for a level that is off
-		logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
+	if r.log.Enabled(context.Background(), slog.LevelInfo) { // the text of a duration is an allocation per run
+		r.log.LogAttrs(context.Background(), slog.LevelInfo, "job started",
+			logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
+	}
 }
 
 // reportMissed reports the occurrences of j that ran nowhere, as the
