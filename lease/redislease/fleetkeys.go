@@ -16,6 +16,7 @@ import "strings"
 //	P:fleet:{fleet}:replicas           live replicas: sorted set, ID -> expiry (server ms)
 //	P:fleet:{fleet}:replica:<ID>       a replica's entry, JSON, expiring
 //	P:fleet:{fleet}:generation         changes whenever an entry is published
+//	P:fleet:{fleet}:jobs:<digest>      a job list, JSON, named by its content, expiring
 //	P:control                            the control channel (PUBLISH/SUBSCRIBE)
 
 // tagged returns <prefix>:<namespace>:{<tag>}.
@@ -35,6 +36,7 @@ func (ks keyset) history(prefix string) string { return tagged(prefix, "history"
 type fleetKeys struct {
 	replicas, generation string
 	entry                string // followed by the replica's ID
+	jobList              string // followed by the digest of the list
 }
 
 func fleetKeysFor(prefix string) fleetKeys {
@@ -43,6 +45,7 @@ func fleetKeysFor(prefix string) fleetKeys {
 		replicas:   base + ":replicas",
 		generation: base + ":generation",
 		entry:      base + ":replica:",
+		jobList:    base + ":jobs:",
 	}
 }
 

@@ -2,10 +2,10 @@ package redislease
 
 import (
 	"context"
-
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cronguard/cronguard/fleet"
@@ -20,7 +20,8 @@ type replicaRecord struct {
 	Version   string      `json:"version"`
 	StartedAt int64       `json:"startedAt"`
 	RefreshMs int64       `json:"refreshMs"`
-	Jobs      []jobRecord `json:"jobs"`
+	Jobs      []jobRecord `json:"jobs"`              // earlier versions: the jobs, inline; now null
+	JobList   string      `json:"jobList,omitempty"` // the digest of the job list (registry_entry.go)
 	OffsetMs  int64       `json:"clockOffsetMs,omitempty"`
 }
 
@@ -49,8 +50,48 @@ func checkEntryTTL(op string, ttl time.Duration) error {
 	return nil
 }
 
+// minJobListTTL is the least a job list lives unless refreshed. A list is
+// shared by the replicas that have the same jobs, and each renews it with
+// its own publish and refresh: at least this long, so that a replica that
+// refreshes often does not cut the life of a list that one refreshing
+// seldom still names (a list found missing is published again at the next
+// refresh, but a read meanwhile misses that replica).
+const minJobListTTL = 10 * time.Minute
+
+// jobListTTL is how long a job list lives unless refreshed, for entries
+// living ttl.
+func jobListTTL(ttl time.Duration) time.Duration { return max(2*ttl, minJobListTTL) }
+
+// publishedLists remembers the job list each replica published through a
+// Store, so that its refresh renews the list too.
+type publishedLists struct {
+	mu sync.Mutex
+	m  map[string]string // replica ID -> digest of its job list
+}
+
+func (p *publishedLists) set(id, digest string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if digest == "" {
+		delete(p.m, id)
+		return
+	}
+	if p.m == nil {
+		p.m = make(map[string]string)
+	}
+	p.m[id] = digest
+}
+
+func (p *publishedLists) get(id string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[id]
+}
+
 // PublishReplica writes r's registry entry, living ttl unless refreshed,
 // and returns r's conflicts with the other live replicas. See fleet.Store.
+// The entry names r's job list, which is stored once for every replica
+// that has the same jobs (registry_entry.go).
 func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Duration) ([]fleet.Conflict, error) {
 	const op = "publish replica"
 	if err := checkReplicaID(op, r.ID); err != nil {
@@ -60,11 +101,20 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 		return nil, err
 	}
 	fk := fleetKeysFor(s.prefix)
-	resp := registryPublishScript.Exec(ctx, s.client, []string{fk.replicas, fk.entry + r.ID, fk.generation},
-		[]string{r.ID, encodeEntry(r), strconv.FormatInt(ttl.Milliseconds(), 10)})
-	if err := resp.Error(); err != nil {
+	keys := []string{fk.replicas, fk.entry + r.ID, fk.generation}
+	args := []string{r.ID, "", strconv.FormatInt(ttl.Milliseconds(), 10)}
+	var digest string
+	if len(r.Jobs) > 0 {
+		list := encodeJobs(r.Jobs)
+		digest = jobListDigest(list)
+		keys = append(keys, fk.jobList+digest)
+		args = append(args, list, strconv.FormatInt(jobListTTL(ttl).Milliseconds(), 10))
+	}
+	args[1] = encodeEntry(r, digest)
+	if err := registryPublishScript.Exec(ctx, s.client, keys, args).Error(); err != nil {
 		return nil, wrapErr(ctx, op, "", err)
 	}
+	s.lists.set(r.ID, digest)
 	all, err := s.Replicas(ctx)
 	if err != nil {
 		return nil, err
@@ -72,8 +122,8 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	return fleet.Involving(fleet.FindConflicts(all), r.ID), nil
 }
 
-// RefreshReplica keeps replica id's entry alive for ttl more. See
-// fleet.Store.
+// RefreshReplica keeps replica id's entry alive for ttl more, and the job
+// list it published through this Store. See fleet.Store.
 func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration) (int64, bool, error) {
 	const op = "refresh replica"
 	if err := checkReplicaID(op, id); err != nil {
@@ -83,8 +133,13 @@ func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration
 		return 0, false, err
 	}
 	fk := fleetKeysFor(s.prefix)
-	resp := registryRefreshScript.Exec(ctx, s.client, []string{fk.replicas, fk.entry + id, fk.generation},
-		[]string{id, strconv.FormatInt(ttl.Milliseconds(), 10)})
+	keys := []string{fk.replicas, fk.entry + id, fk.generation}
+	args := []string{id, strconv.FormatInt(ttl.Milliseconds(), 10)}
+	if digest := s.lists.get(id); digest != "" {
+		keys = append(keys, fk.jobList+digest)
+		args = append(args, strconv.FormatInt(jobListTTL(ttl).Milliseconds(), 10))
+	}
+	resp := registryRefreshScript.Exec(ctx, s.client, keys, args)
 	if err := resp.Error(); err != nil {
 		return 0, false, wrapErr(ctx, op, "", err)
 	}
@@ -101,6 +156,7 @@ func (s *Store) DropReplica(ctx context.Context, id string) error {
 	if err := checkReplicaID(op, id); err != nil {
 		return err
 	}
+	s.lists.set(id, "") // the list stays for the replicas that share it, and lapses after the last
 	fk := fleetKeysFor(s.prefix)
 	res := s.client.DoMulti(ctx,
 		s.client.B().Zrem().Key(fk.replicas).Member(id).Build(),
@@ -149,7 +205,8 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 	if err != nil {
 		return nil, wrapErr(ctx, op, "", err)
 	}
-	var out []fleet.Replica
+	out := make([]fleet.Replica, 0, len(vals))
+	named := map[string][]int{} // digest -> the replicas (indexes into out) whose entry names it
 	for i, v := range vals {
 		raw, err := v.ToString()
 		if err != nil {
@@ -165,9 +222,73 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 		if len(jobs) > 0 {
 			r.Jobs = jobs
 		}
+		if rec.JobList != "" {
+			named[rec.JobList] = append(named[rec.JobList], len(out))
+		}
 		out = append(out, r)
 	}
+	if len(named) > 0 {
+		if out, err = s.readJobLists(ctx, op, out, named); err != nil {
+			return nil, err
+		}
+	}
 	slices.SortFunc(out, func(a, b fleet.Replica) int { return cmpString(a.ID, b.ID) })
+	return out, nil
+}
+
+// readJobLists reads each job list that named's replicas name, with one
+// MGET, decodes each once and gives its jobs to every replica that names
+// it: those replicas share one slice, which callers only read. A replica
+// whose list is missing (it lapsed; its replica publishes it again at its
+// next refresh) is left out, as an entry that lapsed between the reads is.
+func (s *Store) readJobLists(ctx context.Context, op string, out []fleet.Replica, named map[string][]int) ([]fleet.Replica, error) {
+	fk := fleetKeysFor(s.prefix)
+	digests := make([]string, 0, len(named))
+	keys := make([]string, 0, len(named))
+	for d := range named {
+		digests = append(digests, d)
+		keys = append(keys, fk.jobList+d)
+	}
+	vals, err := s.client.Do(ctx, s.client.B().Mget().Key(keys...).Build()).ToArray()
+	if err != nil {
+		return nil, wrapErr(ctx, op, "", err)
+	}
+	if len(vals) != len(keys) {
+		return nil, internalErr(op, "", fmt.Errorf("%w: %d job lists for %d keys", errBadReply, len(vals), len(keys)))
+	}
+	var missing []bool // by index into out: its list is missing
+	for k, v := range vals {
+		raw, err := v.ToString()
+		if err != nil {
+			if missing == nil {
+				missing = make([]bool, len(out))
+			}
+			for _, i := range named[digests[k]] {
+				missing[i] = true
+			}
+			continue
+		}
+		jobs, err := decodeJobs(raw)
+		if err != nil {
+			return nil, internalErr(op, "", fmt.Errorf("%w: job list %q is not JSON", lease.ErrInternal, digests[k]))
+		}
+		if len(jobs) == 0 {
+			jobs = nil
+		}
+		for _, i := range named[digests[k]] {
+			out[i].Jobs = jobs
+		}
+	}
+	if missing != nil {
+		kept := out[:0]
+		for i, r := range out {
+			if !missing[i] {
+				kept = append(kept, r)
+			}
+		}
+		clear(out[len(kept):])
+		out = kept
+	}
 	return out, nil
 }
 

@@ -1,6 +1,8 @@
 package redislease
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -10,28 +12,31 @@ import (
 )
 
 // A registry entry is a replicaRecord in JSON, as json.Marshal writes it
-// (its fields in order, no whitespace). Reading the registry decodes every
-// live replica's entry, each with every job it has: at 20 replicas of
-// 1,000 jobs, 20,000 jobs per read, and every replica reads at each change
-// of the fleet. With encoding/json that was most of a replica's CPU while
-// a fleet started. So encodeEntry writes that form and decodeEntry reads
-// it by hand; decodeEntry hands anything else to encoding/json (an entry
-// from another version, or a name that needed an escape). The job fields
-// decodeEntry returns are substrings of the entry, which allocates nothing
-// per job; they keep the entry's text alive while referenced, so the
-// replica-level fields, which a scheduler's fleet view keeps, are copies.
+// (its fields in order, no whitespace). Its jobs are not in it: they are a
+// job list, the []jobRecord in JSON, stored once under a key named by its
+// digest (fleetKeys.jobList), and the entry names that digest (jobList).
+// Replicas of one build register the same jobs, so a fleet of R replicas
+// stores one list, not R, and a read of the registry fetches and decodes
+// each distinct list once: at 50 replicas of 1,000 jobs, one list of
+// 1,000 jobs instead of 50,000 jobs, at every change of the fleet. Entries
+// written by earlier versions hold their jobs inline (jobs); they are
+// read as before.
+//
+// Reading the registry decodes every distinct list, and with
+// encoding/json that was most of a replica's CPU while a fleet started.
+// So encodeEntry and encodeJobs write the form json.Marshal gives, and
+// decodeEntry and decodeJobs read it by hand; they hand anything else to
+// encoding/json (an entry from another version, or a name that needed an
+// escape). The job fields they return are substrings of the text, which
+// allocates nothing per job; they keep the text alive while referenced,
+// so the replica-level fields, which a scheduler's fleet view keeps, are
+// copies.
 
-// encodeEntry returns r's entry, as json.Marshal gives the replicaRecord
-// of r, written in one buffer of about its size: at 10,000 jobs the
-// reflective encoding grew a buffer to 4 MB and copied the jobs twice on
-// the way, at the moment a replica starts.
-func encodeEntry(r fleet.Replica) string {
-	n := 128 + len(r.ID) + len(r.Version)
-	for _, j := range r.Jobs {
-		n += 80 + len(j.Name) + len(j.Key) + len(j.Schedule) + len(j.Spec) + len(j.Fingerprint)
-	}
+// encodeEntry returns r's entry without its jobs, naming the job list
+// jobList ("" when r has none), as json.Marshal gives the replicaRecord.
+func encodeEntry(r fleet.Replica, jobList string) string {
 	var b strings.Builder
-	b.Grow(n)
+	b.Grow(160 + len(r.ID) + len(r.Version) + len(jobList))
 	b.WriteString(`{"id":`)
 	writeJSONString(&b, r.ID)
 	b.WriteString(`,"version":`)
@@ -40,28 +45,10 @@ func encodeEntry(r fleet.Replica) string {
 	b.WriteString(strconv.FormatInt(r.Started.UnixMilli(), 10))
 	b.WriteString(`,"refreshMs":`)
 	b.WriteString(strconv.FormatInt(r.Refresh.Milliseconds(), 10))
-	b.WriteString(`,"jobs":`)
-	if len(r.Jobs) == 0 {
-		b.WriteString("null") // as encoding/json writes the nil slice PublishReplica built for no jobs
-	} else {
-		b.WriteByte('[')
-		for i, j := range r.Jobs {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(`{"name":`)
-			writeJSONString(&b, j.Name)
-			b.WriteString(`,"key":`)
-			writeJSONString(&b, j.Key)
-			b.WriteString(`,"schedule":`)
-			writeJSONString(&b, j.Schedule)
-			b.WriteString(`,"spec":`)
-			writeJSONString(&b, j.Spec)
-			b.WriteString(`,"fingerprint":`)
-			writeJSONString(&b, j.Fingerprint)
-			b.WriteByte('}')
-		}
-		b.WriteByte(']')
+	b.WriteString(`,"jobs":null`)
+	if jobList != "" {
+		b.WriteString(`,"jobList":`)
+		writeJSONString(&b, jobList)
 	}
 	if off := r.ClockOffset.Milliseconds(); off != 0 {
 		b.WriteString(`,"clockOffsetMs":`)
@@ -71,9 +58,53 @@ func encodeEntry(r fleet.Replica) string {
 	return b.String()
 }
 
+// encodeJobs returns jobs as json.Marshal gives their []jobRecord ("null"
+// for none), written in one buffer of about its size: at 10,000 jobs the
+// reflective encoding grew a buffer to 4 MB and copied the jobs twice on
+// the way, at the moment a replica starts.
+func encodeJobs(jobs []fleet.Job) string {
+	if len(jobs) == 0 {
+		return "null"
+	}
+	n := 2
+	for _, j := range jobs {
+		n += 80 + len(j.Name) + len(j.Key) + len(j.Schedule) + len(j.Spec) + len(j.Fingerprint)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, j := range jobs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":`)
+		writeJSONString(&b, j.Name)
+		b.WriteString(`,"key":`)
+		writeJSONString(&b, j.Key)
+		b.WriteString(`,"schedule":`)
+		writeJSONString(&b, j.Schedule)
+		b.WriteString(`,"spec":`)
+		writeJSONString(&b, j.Spec)
+		b.WriteString(`,"fingerprint":`)
+		writeJSONString(&b, j.Fingerprint)
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// jobListDigest names a job list by its content: the first 16 bytes of
+// its SHA-256, in unpadded base64url (22 characters). Replicas that
+// register the same jobs name the same list.
+func jobListDigest(list string) string {
+	sum := sha256.Sum256([]byte(list))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
 // decodeEntry decodes a registry entry, as its fast form or, failing
-// that, with encoding/json.
-func decodeEntry(raw string) (replicaRecord, []fleet.Job, error) {
+// that, with encoding/json. jobs are the entry's inline jobs (an entry of
+// an earlier version); rec.JobList names the list of a current one.
+func decodeEntry(raw string) (rec replicaRecord, jobs []fleet.Job, err error) {
 	if rec, jobs, ok := decodeEntryFast(raw); ok {
 		return rec, jobs, nil
 	}
@@ -103,23 +134,11 @@ func decodeEntryFast(raw string) (rec replicaRecord, jobs []fleet.Job, ok bool) 
 		!p.lit(`,"jobs":`) {
 		return replicaRecord{}, nil, false
 	}
-	if !p.lit("null") {
-		if !p.lit("[") {
-			return replicaRecord{}, nil, false
-		}
-		jobs = make([]fleet.Job, 0, strings.Count(raw[p.i:], `{"name":`))
-		for first := true; !p.lit("]"); first = false {
-			if !first && !p.lit(",") {
-				return replicaRecord{}, nil, false
-			}
-			var j fleet.Job
-			if !p.lit(`{"name":`) || !p.str(&j.Name) || !p.lit(`,"key":`) || !p.str(&j.Key) ||
-				!p.lit(`,"schedule":`) || !p.str(&j.Schedule) || !p.lit(`,"spec":`) || !p.str(&j.Spec) ||
-				!p.lit(`,"fingerprint":`) || !p.str(&j.Fingerprint) || !p.lit("}") {
-				return replicaRecord{}, nil, false
-			}
-			jobs = append(jobs, j)
-		}
+	if jobs, ok = p.jobs(); !ok {
+		return replicaRecord{}, nil, false
+	}
+	if p.lit(`,"jobList":`) && (!p.str(&rec.JobList) || rec.JobList == "") { // omitempty: never ""
+		return replicaRecord{}, nil, false
 	}
 	if p.lit(`,"clockOffsetMs":`) && (!p.int(&rec.OffsetMs) || rec.OffsetMs == 0) { // omitempty: never 0
 		return replicaRecord{}, nil, false
@@ -127,8 +146,51 @@ func decodeEntryFast(raw string) (rec replicaRecord, jobs []fleet.Job, ok bool) 
 	if !p.lit("}") || p.i != len(raw) {
 		return replicaRecord{}, nil, false
 	}
-	rec.ID, rec.Version = strings.Clone(rec.ID), strings.Clone(rec.Version)
+	rec.ID, rec.Version, rec.JobList = strings.Clone(rec.ID), strings.Clone(rec.Version), strings.Clone(rec.JobList)
 	return rec, jobs, true
+}
+
+// decodeJobs decodes a job list, as its fast form or, failing that, with
+// encoding/json.
+func decodeJobs(raw string) ([]fleet.Job, error) {
+	p := entryParser{s: raw}
+	if jobs, ok := p.jobs(); ok && p.i == len(raw) {
+		return jobs, nil
+	}
+	var recs []jobRecord
+	if err := json.Unmarshal([]byte(raw), &recs); err != nil {
+		return nil, err
+	}
+	jobs := make([]fleet.Job, len(recs))
+	for i, j := range recs {
+		jobs[i] = fleet.Job(j)
+	}
+	return jobs, nil
+}
+
+// jobs consumes a job list in the form json.Marshal gives a []jobRecord:
+// null (no jobs), or an array of jobs.
+func (p *entryParser) jobs() (jobs []fleet.Job, ok bool) {
+	if p.lit("null") {
+		return nil, true
+	}
+	if !p.lit("[") {
+		return nil, false
+	}
+	jobs = make([]fleet.Job, 0, strings.Count(p.s[p.i:], `{"name":`))
+	for first := true; !p.lit("]"); first = false {
+		if !first && !p.lit(",") {
+			return nil, false
+		}
+		var j fleet.Job
+		if !p.lit(`{"name":`) || !p.str(&j.Name) || !p.lit(`,"key":`) || !p.str(&j.Key) ||
+			!p.lit(`,"schedule":`) || !p.str(&j.Schedule) || !p.lit(`,"spec":`) || !p.str(&j.Spec) ||
+			!p.lit(`,"fingerprint":`) || !p.str(&j.Fingerprint) || !p.lit("}") {
+			return nil, false
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, true
 }
 
 // entryParser reads s from i on.

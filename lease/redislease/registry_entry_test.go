@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,16 +146,98 @@ func FuzzEncodeEntry(f *testing.F) {
 			time.UnixMilli(startedMs).UnixMilli() != startedMs {
 			return // not a value a Replica holds
 		}
-		require.Equal(t, entryJSON(t, rec), encodeEntry(r))
+		list := encodeJobs(r.Jobs)
+		wantList, err := json.Marshal(rec.Jobs)
+		require.NoError(t, err)
+		require.Equal(t, string(wantList), list)
+		digest := ""
+		if len(r.Jobs) > 0 {
+			digest = jobListDigest(list)
+		}
+		rec.Jobs, rec.JobList = nil, digest
+		require.Equal(t, entryJSON(t, rec), encodeEntry(r, digest))
+	})
+}
+
+func TestJobListDigest_NamesTheContent(t *testing.T) {
+	a := encodeJobs([]fleet.Job{{Name: "a", Key: "cronguard:a", Schedule: "every 1m0s", Spec: "every:60000000000+0", Fingerprint: "f"}})
+	b := encodeJobs([]fleet.Job{{Name: "a", Key: "cronguard:a", Schedule: "every 1m0s", Spec: "every:60000000000+0", Fingerprint: "g"}})
+	assert.Equal(t, jobListDigest(a), jobListDigest(strings.Clone(a)), "the same list, the same name")
+	assert.NotEqual(t, jobListDigest(a), jobListDigest(b), "another fingerprint, another list")
+	assert.Len(t, jobListDigest(a), 22)
+	assert.Regexp(t, `^[A-Za-z0-9_-]{22}$`, jobListDigest(a), "a digest is safe in a key")
+}
+
+func TestDecodeJobs_TheWrittenFormTakesTheFastPath(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		rec := someEntry(n, 0)
+		jobs := make([]fleet.Job, 0, n)
+		for _, j := range rec.Jobs {
+			jobs = append(jobs, fleet.Job(j))
+		}
+		raw := encodeJobs(jobs)
+		p := entryParser{s: raw}
+		_, ok := p.jobs()
+		require.True(t, ok && p.i == len(raw), "a list as written: %s", raw)
+		got, err := decodeJobs(raw)
+		require.NoError(t, err)
+		assert.Equal(t, len(jobs), len(got))
+		if n > 0 {
+			assert.Equal(t, jobs, got)
+		}
+	}
+	got, err := decodeJobs(`[ {"fingerprint":"f","name":"a\u0026b"} ]`)
+	require.NoError(t, err, "another form goes to encoding/json")
+	assert.Equal(t, []fleet.Job{{Name: "a&b", Fingerprint: "f"}}, got)
+	_, err = decodeJobs(`[{"name":}]`)
+	assert.Error(t, err, "text that is not JSON is refused")
+	_, err = decodeJobs(`[{"name":"a"}] x`)
+	assert.Error(t, err, "trailing text is refused")
+}
+
+// FuzzDecodeJobs holds decodeJobs to encoding/json on any text.
+func FuzzDecodeJobs(f *testing.F) {
+	f.Add(encodeJobs([]fleet.Job{{Name: "a", Key: "k", Schedule: "s", Spec: "p", Fingerprint: "f"}}))
+	f.Add("null")
+	f.Add(`[{"name":"a","key":"k","schedule":"s","spec":"p","fingerprint":"f"},]`)
+	f.Add("[{\"name\":\"\xff\"}]")
+	f.Fuzz(func(t *testing.T, raw string) {
+		var recs []jobRecord
+		werr := json.Unmarshal([]byte(raw), &recs)
+		jobs, err := decodeJobs(raw)
+		if werr != nil {
+			require.Error(t, err)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, len(recs), len(jobs))
+		for i := range jobs {
+			require.Equal(t, fleet.Job(recs[i]), jobs[i])
+		}
 	})
 }
 
 func TestEncodeEntry_NoJobsIsNull(t *testing.T) {
 	for _, jobs := range [][]fleet.Job{nil, {}} {
-		raw := encodeEntry(fleet.Replica{ID: "r", Jobs: jobs})
+		assert.Equal(t, "null", encodeJobs(jobs))
+		raw := encodeEntry(fleet.Replica{ID: "r", Jobs: jobs}, "")
 		assert.Contains(t, raw, `"jobs":null`)
+		assert.NotContains(t, raw, "jobList")
 		assert.Equal(t, entryJSON(t, replicaRecord{ID: "r", StartedAt: time.Time{}.UnixMilli()}), raw)
 	}
+}
+
+func TestDecodeEntry_AnEntryNamingItsJobList(t *testing.T) {
+	r := fleet.Replica{ID: "replica-1", Version: "v1", Started: time.UnixMilli(1764130000123), Refresh: 5 * time.Second,
+		ClockOffset: -7 * time.Millisecond, Jobs: []fleet.Job{{Name: "a"}}}
+	raw := encodeEntry(r, "q0Jx1cM2Zb3vU8aWq0Jx1c")
+	rec, jobs, ok := decodeEntryFast(raw)
+	require.True(t, ok, raw)
+	assert.Empty(t, jobs, "the jobs are in the list, not in the entry")
+	assert.Equal(t, replicaRecord{ID: "replica-1", Version: "v1", StartedAt: 1764130000123, RefreshMs: 5000,
+		JobList: "q0Jx1cM2Zb3vU8aWq0Jx1c", OffsetMs: -7}, rec)
+	_, _, ok = decodeEntryFast(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"jobList":""}`)
+	assert.False(t, ok, "an empty digest is not the written form (omitempty)")
 }
 
 // BenchmarkEncodeEntry compares encodeEntry with encoding/json (as
@@ -169,7 +252,7 @@ func BenchmarkEncodeEntry(b *testing.B) {
 	b.Run("hand", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = encodeEntry(r)
+			_ = encodeEntry(r, jobListDigest(encodeJobs(r.Jobs)))
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

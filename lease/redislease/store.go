@@ -92,6 +92,8 @@ type Store struct {
 	historyMost  string // historyLimit+historySlack(historyLimit): a longer list is trimmed
 
 	preflightOnce sync.Once // preflight.go, on the first acquire
+
+	lists publishedLists // the job list each replica published through this Store (registry.go)
 }
 
 var _ lease.Store = (*Store)(nil)

@@ -1,0 +1,225 @@
+package redislease
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+)
+
+// registryJobs are n jobs as a scheduler of one build registers them.
+func registryJobs(n int) []fleet.Job {
+	jobs := make([]fleet.Job, n)
+	for i := range jobs {
+		name := fmt.Sprintf("report-%04d", i)
+		jobs[i] = fleet.Job{Name: name, Key: "cronguard:" + name, Schedule: "every 1m0s",
+			Spec: "every:60000000000+0", Fingerprint: "q0Jx1cM2Zb3vU8aW"}
+	}
+	return jobs
+}
+
+func registryReplica(id string, jobs []fleet.Job) fleet.Replica {
+	return fleet.Replica{ID: id, Version: "v0.1.0", Started: time.UnixMilli(1_700_000_000_000), Refresh: time.Second, Jobs: jobs}
+}
+
+// jobListKeys returns the job lists stored under st's prefix.
+func jobListKeys(t *testing.T, client rueidis.Client, st *Store) []string {
+	t.Helper()
+	keys, err := client.Do(t.Context(), client.B().Keys().Pattern(fleetKeysFor(st.prefix).jobList+"*").Build()).AsStrSlice()
+	require.NoError(t, err)
+	return keys
+}
+
+// outputBytes is the server's total_net_output_bytes.
+func outputBytes(t testing.TB, client rueidis.Client) int64 {
+	t.Helper()
+	info, err := client.Do(context.Background(), client.B().Info().Section("stats").Build()).ToString()
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("INFO stats has no total_net_output_bytes")
+	return 0
+}
+
+// TestStore_Registry_ReplicasWithTheSameJobsShareOneList: twenty replicas
+// of one build store one job list, and a read of the registry fetches it
+// once, so the bytes a read returns do not grow with the list times the
+// replicas.
+func TestStore_Registry_ReplicasWithTheSameJobsShareOneList(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ctx := t.Context()
+	jobs := registryJobs(500)
+	const replicas = 20
+	for i := range replicas {
+		_, err := st.PublishReplica(ctx, registryReplica(fmt.Sprintf("r%02d", i), jobs), time.Minute)
+		require.NoError(t, err)
+	}
+	require.Len(t, jobListKeys(t, srv.client, st), 1, "one list for the fleet")
+
+	before := outputBytes(t, srv.client)
+	all, err := st.Replicas(ctx)
+	require.NoError(t, err)
+	read := outputBytes(t, srv.client) - before
+	require.Len(t, all, replicas)
+	for _, r := range all {
+		assert.Equal(t, jobs, r.Jobs, "replica %s has every job", r.ID)
+	}
+	list := int64(len(encodeJobs(jobs)))
+	assert.Less(t, read, 2*list, "a read returns the list once (%d bytes for a list of %d)", read, list)
+
+	// A replica with other jobs publishes a list of its own.
+	_, err = st.PublishReplica(ctx, registryReplica("other", registryJobs(3)), time.Minute)
+	require.NoError(t, err)
+	assert.Len(t, jobListKeys(t, srv.client, st), 2)
+	all, err = st.Replicas(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, replicas+1)
+	assert.Equal(t, registryJobs(3), all[0].Jobs, "sorted by ID: other first")
+}
+
+// TestStore_Registry_ARefreshFindsItsListMissing: a job list lost (a
+// flush, a failover that lost it) makes the next refresh of an entry that
+// names it report the entry not found, so that its replica publishes it
+// again; meanwhile a read leaves that replica out, as it does one whose
+// entry lapsed.
+func TestStore_Registry_ARefreshFindsItsListMissing(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ctx := t.Context()
+	r := registryReplica("r1", registryJobs(2))
+	_, err := st.PublishReplica(ctx, r, time.Minute)
+	require.NoError(t, err)
+	_, found, err := st.RefreshReplica(ctx, "r1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, found)
+
+	keys := jobListKeys(t, srv.client, st)
+	require.Len(t, keys, 1)
+	require.NoError(t, srv.client.Do(ctx, srv.client.B().Del().Key(keys[0]).Build()).Error())
+	all, err := st.Replicas(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, all, "an entry whose list is missing is left out")
+	_, found, err = st.RefreshReplica(ctx, "r1", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, found, "the refresh asks for the entry to be published again")
+
+	_, err = st.PublishReplica(ctx, r, time.Minute)
+	require.NoError(t, err)
+	all, err = st.Replicas(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, r.Jobs, all[0].Jobs)
+}
+
+// TestStore_Registry_ListsLiveWhileNamedAndLapseAfter: a refresh renews
+// the list its entry names, a drop leaves a shared list to the replicas
+// that still name it, and a list no live entry names expires.
+func TestStore_Registry_ListsLiveWhileNamedAndLapseAfter(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ctx := t.Context()
+	jobs := registryJobs(2)
+	for _, id := range []string{"r1", "r2"} {
+		_, err := st.PublishReplica(ctx, registryReplica(id, jobs), time.Minute)
+		require.NoError(t, err)
+	}
+	keys := jobListKeys(t, srv.client, st)
+	require.Len(t, keys, 1)
+	pttl := func() int64 {
+		ms, err := srv.client.Do(ctx, srv.client.B().Pttl().Key(keys[0]).Build()).AsInt64()
+		require.NoError(t, err)
+		return ms
+	}
+	assert.InDelta(t, minJobListTTL.Milliseconds(), pttl(), 60_000, "a list lives at least minJobListTTL")
+	require.NoError(t, srv.client.Do(ctx, srv.client.B().Pexpire().Key(keys[0]).Milliseconds(5000).Build()).Error())
+	_, found, err := st.RefreshReplica(ctx, "r2", time.Minute)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Greater(t, pttl(), int64(5000), "the refresh renewed the list")
+
+	require.NoError(t, st.DropReplica(ctx, "r1"))
+	all, err := st.Replicas(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, jobs, all[0].Jobs, "r2 still has its jobs")
+	assert.Positive(t, pttl(), "a drop leaves a shared list alone")
+
+	// Another Store that never published r2 refreshes only its entry.
+	other, err := New(srv.client, WithPrefix(st.prefix))
+	require.NoError(t, err)
+	require.NoError(t, srv.client.Do(ctx, srv.client.B().Pexpire().Key(keys[0]).Milliseconds(5000).Build()).Error())
+	_, found, err = other.RefreshReplica(ctx, "r2", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.LessOrEqual(t, pttl(), int64(5000), "a list this Store did not publish is not touched")
+}
+
+// TestStore_Registry_ReadsEntriesOfEarlierVersions: an entry that holds
+// its jobs inline, as earlier versions wrote it, is read as before, beside
+// entries that name a list.
+func TestStore_Registry_ReadsEntriesOfEarlierVersions(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ctx := t.Context()
+	_, err := st.PublishReplica(ctx, registryReplica("new", registryJobs(2)), time.Minute)
+	require.NoError(t, err)
+
+	fk := fleetKeysFor(st.prefix)
+	old := `{"id":"old","version":"v0.0.9","startedAt":1700000000000,"refreshMs":1000,"jobs":[` +
+		`{"name":"report-0000","key":"cronguard:report-0000","schedule":"every 1m0s","spec":"every:60000000000+0","fingerprint":"q0Jx1cM2Zb3vU8aW"}]}`
+	for _, c := range []rueidis.Completed{
+		srv.client.B().Set().Key(fk.entry + "old").Value(old).Px(time.Minute).Build(),
+		srv.client.B().Zadd().Key(fk.replicas).ScoreMember().ScoreMember(float64(time.Now().Add(time.Minute).UnixMilli()), "old").Build(),
+	} {
+		require.NoError(t, srv.client.Do(ctx, c).Error())
+	}
+	all, err := st.Replicas(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "new", all[0].ID)
+	assert.Equal(t, registryJobs(2), all[0].Jobs)
+	assert.Equal(t, "old", all[1].ID)
+	assert.Equal(t, registryJobs(1), all[1].Jobs, "the inline jobs of an earlier version's entry")
+}
+
+// BenchmarkStore_Replicas reads a registry of R replicas of 1,000 jobs
+// each, every replica with the same jobs (one build): bytes/read is what
+// the server sends back for one read.
+func BenchmarkStore_Replicas(b *testing.B) {
+	c, st := benchServer(b)
+	ctx := context.Background()
+	jobs := registryJobs(1000)
+	published := 0
+	for _, replicas := range []int{3, 20, 50} {
+		for ; published < replicas; published++ {
+			if _, err := st.PublishReplica(ctx, registryReplica(fmt.Sprintf("r%02d", published), jobs), time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			b.ReportAllocs()
+			before := outputBytes(b, c)
+			for b.Loop() {
+				all, err := st.Replicas(ctx)
+				if err != nil || len(all) != replicas {
+					b.Fatalf("%d replicas, %v", len(all), err)
+				}
+			}
+			b.ReportMetric(float64(outputBytes(b, c)-before)/float64(b.N), "bytes/read")
+		})
+	}
+}
