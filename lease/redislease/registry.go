@@ -170,7 +170,9 @@ func (s *Store) DropReplica(ctx context.Context, id string) error {
 	return nil
 }
 
-// Replicas returns the live replicas' entries, sorted by ID.
+// Replicas returns the live replicas' entries, sorted by ID. Replicas
+// that name the same job list share one Jobs slice: read it, do not
+// modify it.
 func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 	const op = "replicas"
 	fk := fleetKeysFor(s.prefix)
@@ -205,7 +207,7 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 	if err != nil {
 		return nil, wrapErr(ctx, op, "", err)
 	}
-	out := make([]fleet.Replica, 0, len(vals))
+	var out []fleet.Replica
 	named := map[string][]int{} // digest -> the replicas (indexes into out) whose entry names it
 	for i, v := range vals {
 		raw, err := v.ToString()
@@ -223,6 +225,9 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 			r.Jobs = jobs
 		}
 		if rec.JobList != "" {
+			if !isJobListDigest(rec.JobList) {
+				return nil, internalErr(op, "", fmt.Errorf("%w: the entry of replica %q names a job list that is not a digest", lease.ErrInternal, ids[i]))
+			}
 			named[rec.JobList] = append(named[rec.JobList], len(out))
 		}
 		out = append(out, r)

@@ -101,6 +101,22 @@ func jobListDigest(list string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
+// isJobListDigest reports whether d is a name jobListDigest gives: 22
+// characters of unpadded base64url.
+func isJobListDigest(d string) bool {
+	if len(d) != 22 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		switch c := d[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // decodeEntry decodes a registry entry, as its fast form or, failing
 // that, with encoding/json. jobs are the entry's inline jobs (an entry of
 // an earlier version); rec.JobList names the list of a current one.

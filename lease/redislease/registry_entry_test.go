@@ -166,6 +166,10 @@ func TestJobListDigest_NamesTheContent(t *testing.T) {
 	assert.NotEqual(t, jobListDigest(a), jobListDigest(b), "another fingerprint, another list")
 	assert.Len(t, jobListDigest(a), 22)
 	assert.Regexp(t, `^[A-Za-z0-9_-]{22}$`, jobListDigest(a), "a digest is safe in a key")
+	assert.True(t, isJobListDigest(jobListDigest(a)))
+	for _, d := range []string{"", "q0Jx1cM2Zb3vU8aWq0Jx1", "q0Jx1cM2Zb3vU8aWq0Jx1cc", "q0Jx1cM2Zb3vU8aWq0Jx1}", "q0Jx1cM2Zb3vU8aWq0Jx1="} {
+		assert.False(t, isJobListDigest(d), "%q is not a digest", d)
+	}
 }
 
 func TestDecodeJobs_TheWrittenFormTakesTheFastPath(t *testing.T) {

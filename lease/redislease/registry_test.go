@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 // registryJobs are n jobs as a scheduler of one build registers them.
@@ -194,6 +195,39 @@ func TestStore_Registry_ReadsEntriesOfEarlierVersions(t *testing.T) {
 	assert.Equal(t, registryJobs(2), all[0].Jobs)
 	assert.Equal(t, "old", all[1].ID)
 	assert.Equal(t, registryJobs(1), all[1].Jobs, "the inline jobs of an earlier version's entry")
+}
+
+// TestStore_Registry_AStrangeJobListIsAnError: an entry that names a list
+// by something that is not a digest, or whose list is not JSON, fails the
+// read with lease.ErrInternal naming the replica or the list, without a
+// panic or a read of some other key.
+func TestStore_Registry_AStrangeJobListIsAnError(t *testing.T) {
+	srv := startServer(t)
+	ctx := t.Context()
+	for name, tc := range map[string]struct{ entry, list, want string }{
+		"not a digest": {entry: `{"id":"r1","version":"v","startedAt":1,"refreshMs":1000,"jobs":null,"jobList":"../replica:r2"}`,
+			want: `replica "r1" names a job list that is not a digest`},
+		"not JSON": {entry: `{"id":"r1","version":"v","startedAt":1,"refreshMs":1000,"jobs":null,"jobList":"q0Jx1cM2Zb3vU8aWq0Jx1c"}`,
+			list: `[{"name":`, want: `job list "q0Jx1cM2Zb3vU8aWq0Jx1c" is not JSON`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := srv.store(t)
+			fk := fleetKeysFor(st.prefix)
+			cmds := rueidis.Commands{
+				srv.client.B().Set().Key(fk.entry + "r1").Value(tc.entry).Px(time.Minute).Build(),
+				srv.client.B().Zadd().Key(fk.replicas).ScoreMember().ScoreMember(float64(time.Now().Add(time.Minute).UnixMilli()), "r1").Build(),
+			}
+			if tc.list != "" {
+				cmds = append(cmds, srv.client.B().Set().Key(fk.jobList+"q0Jx1cM2Zb3vU8aWq0Jx1c").Value(tc.list).Px(time.Minute).Build())
+			}
+			for _, r := range srv.client.DoMulti(ctx, cmds...) {
+				require.NoError(t, r.Error())
+			}
+			_, err := st.Replicas(ctx)
+			require.ErrorIs(t, err, lease.ErrInternal)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
 
 // BenchmarkStore_Replicas reads a registry of R replicas of 1,000 jobs
