@@ -52,8 +52,11 @@
 -- attempts. A pause is honoured when its key holds a value (pause_set.lua
 -- writes a string). The round record is used only when a round is given.
 -- MGET answers nil for a key that holds another type than a string (no
--- script of the store writes one there): such a key reads as absent, and a
--- won acquire's SET or MSET replaces it.
+-- script of the store writes one there): such a key reads as absent. The
+-- lease's record is the first write of a won acquire, a SET with GET,
+-- which fails with WRONGTYPE on another type before anything is written:
+-- a value someone else keeps under the lease key is never replaced. (The
+-- fence counter, round and completion records are the store's own keys.)
 --
 -- The fence never goes back, even if Redis lost its data: it is the
 -- counter + 1, or the server clock's floor, now in ms * 100, if that is
@@ -135,6 +138,11 @@ if counter then
   local inc = counter + 1 -- one conversion of the string
   if inc > fence then fence = inc end
 end
+local exp = now + ARGV[2]
+-- The record first, with GET: a key of another type fails it (WRONGTYPE)
+-- before anything is written.
+redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
+  ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3], 'GET')
 local fs = string.format('%d', fence)
 if ARGV[8] then -- completion record: attempt 1, running; an older open one is given up
   redis.call('MSET', KEYS[3], fs, KEYS[4], ARGV[6], KEYS[6], ARGV[6] .. '|1|r|0|' .. ARGV[8])
@@ -143,9 +151,6 @@ elseif round > 0 then
 else
   redis.call('SET', KEYS[3], fs)
 end
-local exp = now + ARGV[2]
-redis.call('SET', KEYS[1], string.format('{"lockId":"%s","expiresAtMs":%13d,"acquiredAtMs":%13d,"fence":"%015d","prev":%s,%s',
-  ARGV[1], exp, now, fence, last or '0', ARGV[5]), 'PX', ARGV[3])
 redis.call('SET', KEYS[2], KEYS[1], 'PX', ARGV[4])
 if ARGV[8] then
   local r, a = string.match(v[5] or '', '^(%d+)|(%d+)|[ro]|')

@@ -37,6 +37,10 @@ local now = t[1] * 1000 + t[2] / 1000
 now = now - now % 1 -- whole ms, without math.floor's lookup and call
 
 local v = redis.call('MGET', KEYS[1], KEYS[3]) -- the record, the fence counter
+-- A lease key that holds another type reads as absent through MGET; SET
+-- XX GET writes nothing to an absent key and fails with WRONGTYPE on
+-- another type, before this script writes anything.
+if not v[1] then redis.call('SET', KEYS[1], '', 'XX', 'GET') end
 local cur = v[1]
 local held -- ms until the holder's lease can be taken, if it is live
 if cur then

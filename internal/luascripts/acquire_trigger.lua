@@ -64,6 +64,10 @@ else
 end
 if v[5] then return {-6} end
 
+-- A lease key that holds another type reads as absent through MGET; SET
+-- XX GET writes nothing to an absent key and fails with WRONGTYPE on
+-- another type, before this script writes anything.
+if not v[1] then redis.call('SET', KEYS[1], '', 'XX', 'GET') end
 local cur = v[1]
 if cur then
   local exp = tonumber(string.sub(cur, 50, 62))

@@ -2,6 +2,7 @@ package redislease
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -54,21 +55,72 @@ func TestStore_Garbage_NeverPanics(t *testing.T) {
 			_, err = st.LookupID(ctx, l.ID)
 			assert.ErrorIs(t, err, lease.ErrInternal, "lookupid")
 
-			got, err := st.Acquire(ctx, "k", time.Second)
-			if name != "list" {
-				assert.ErrorIs(t, err, lease.ErrInternal, "acquire")
-				return
+			_, err = st.Acquire(ctx, "k", time.Second)
+			assert.ErrorIs(t, err, lease.ErrInternal, "acquire")
+			if name == "list" {
+				// The acquire reads its keys with one MGET, which answers
+				// nil for a key holding another type than a string; its
+				// first write (the record's SET, with GET) refuses the
+				// list, which is left as it was, and nothing is written.
+				assert.ErrorContains(t, err, "WRONGTYPE")
+				n, err := srv.client.Do(ctx, b.Llen().Key(ks.data).Build()).AsInt64()
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, n, "the list is left as it was")
 			}
-			// The acquire reads its keys with one MGET, which answers nil
-			// for a key holding another type than a string: the key reads
-			// as free, and the new record replaces the list.
-			require.NoError(t, err, "acquire")
-			info, err := st.LookupID(ctx, got.ID)
-			require.NoError(t, err)
-			assert.Equal(t, got.Fence, info.Fence, "a lease like any other")
-			require.NoError(t, got.Release(ctx))
 		})
 	}
+
+	// Each path that can win a free key refuses a lease key of another
+	// type before it writes anything: the plain acquire, a scheduled one
+	// with a round and a completion record, a fair waiter's and a
+	// trigger's.
+	t.Run("lease key of another type, every acquire", func(t *testing.T) {
+		st := srv.store(t)
+		ks, err := keysFor(st.prefix, "k")
+		require.NoError(t, err)
+		do(t, b.Hset().Key(ks.data).FieldValue().FieldValue("someone", "else").Build())
+		const round = 1_764_000_000_000
+		attempts := lease.Attempts{Max: 3, Deadline: time.Now().Add(time.Hour)}
+		acquires := map[string]func() error{
+			"plain": func() error { _, err := st.Acquire(ctx, "k", time.Second); return err },
+			"round with attempts": func() error {
+				_, err := st.Acquire(ctx, "k", time.Second, lease.WithRound(round), lease.WithAttempts(attempts))
+				return err
+			},
+			"trigger": func() error { _, err := st.Acquire(ctx, "k", time.Second, lease.WithTrigger()); return err },
+			"fair": func() error {
+				lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_, err := lease.Lock(lctx, st, "k", time.Second, lease.WithFairness())
+				return err
+			},
+		}
+		for what, acquire := range acquires {
+			err := acquire()
+			assert.ErrorIs(t, err, lease.ErrInternal, what)
+			assert.ErrorContains(t, err, "WRONGTYPE", what)
+		}
+		for _, k := range []string{ks.fence, ks.round, ks.attempt(st.prefix)} {
+			n, err := srv.client.Do(ctx, b.Exists().Key(k).Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "nothing written: %s", k)
+		}
+		// A resume, which needs an open occurrence of the key's last round.
+		do(t, b.Mset().KeyValue().KeyValue(ks.round, "1764000000000").KeyValue(ks.attempt(st.prefix), "1764000000000|1|o|0|"+
+			strconv.FormatInt(attempts.Deadline.UnixMilli(), 10)+"|3").Build())
+		_, err = st.Acquire(ctx, "k", time.Second, lease.WithResume(round))
+		assert.ErrorIs(t, err, lease.ErrInternal, "resume")
+		assert.ErrorContains(t, err, "WRONGTYPE", "resume")
+		typ, err := srv.client.Do(ctx, b.Type().Key(ks.data).Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "hash", typ, "the key is left as it was")
+		v, err := srv.client.Do(ctx, b.Hget().Key(ks.data).Field("someone").Build()).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "else", v)
+		n, err := srv.client.Do(ctx, b.Exists().Key(ks.fence).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing written by the resume either")
+	})
 
 	indexGarbage := map[string]func(t *testing.T, key string){
 		"foreign key name": func(t *testing.T, key string) { do(t, b.Set().Key(key).Value("elsewhere").Build()) },
