@@ -181,7 +181,9 @@ type Store interface {
 	RefreshReplica(ctx context.Context, id string, ttl time.Duration) (generation int64, found bool, err error)
 	// DropReplica removes replica id's entry (a clean stop).
 	DropReplica(ctx context.Context, id string) error
-	// Replicas returns the live replicas' entries, by ID.
+	// Replicas returns the live replicas' entries, by ID. Replicas with
+	// the same jobs may share one Jobs slice (lease/redislease stores one
+	// job list for them): callers read it and do not modify it.
 	Replicas(ctx context.Context) ([]Replica, error)
 	// Conflicts returns the conflicts among live replicas.
 	Conflicts(ctx context.Context) ([]Conflict, error)

@@ -81,8 +81,10 @@ func New(store fleet.Store, opts ...Option) (*Inspector, error) {
 }
 
 // Replicas returns the live replicas' registry entries, sorted by ID: one
-// store read (lease/redislease: TIME and ZRANGE in one round trip, then one
-// MGET of the entries). An entry lives three refresh periods after its
+// store read (lease/redislease: TIME and ZRANGE in one round trip, one
+// MGET of the entries, then one MGET of the job lists they name; replicas
+// that name one list share its Jobs slice, which callers only read). An
+// entry lives three refresh periods after its
 // replica's last refresh (scheduler.WithRegistryRefresh, 5s by default),
 // so a replica that died is listed for up to 15s; one that shut down
 // cleanly is gone at once.

@@ -121,7 +121,7 @@ func (r Run) Ended() time.Time { return r.Started.Add(r.Duration) }
 // lease/redislease a job's read is one pipeline of plain commands to the
 // job's slot: TIME, four GETs and an LRANGE of the job's trigger queue
 // (O(1) plus the queued triggers), a few microseconds of server time, and
-// no script; the reads share the client's connection. So Jobs costs two
+// no script; the reads share the client's connection. So Jobs costs three
 // round trips for the registry plus one per job, divided among the
 // concurrent reads: a fleet of 1,000 jobs is 1,000 pipelines of six
 // commands. Each job's state is read at its own Job.Now (see the package

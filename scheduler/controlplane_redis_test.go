@@ -180,10 +180,10 @@ func TestScheduler_ControlPlane_RefreshIsConstantOnRedis(t *testing.T) {
 	}
 	few := perRefresh(t, 10)
 	many := perRefresh(t, 10_000)
-	// One script (TIME, GET, PEXPIRE of the entry and of its job list,
-	// ZADD) and one TIME of its own: the sample of the clock's offset from
-	// the server's (offset.go).
-	want := map[string]float64{"evalsha": 1, "time": 2, "get": 1, "pexpire": 2, "zadd": 1}
+	// One script (TIME, MGET of the generation and the entry, PEXPIRE of
+	// the entry and of its job list, ZADD) and one TIME of its own: the
+	// sample of the clock's offset from the server's (offset.go).
+	want := map[string]float64{"evalsha": 1, "time": 2, "mget": 1, "pexpire": 2, "zadd": 1}
 	assert.Equal(t, want, few, "commands per refresh with 10 jobs")
 	assert.Equal(t, want, many, "commands per refresh with 10,000 jobs")
 }

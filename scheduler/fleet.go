@@ -296,9 +296,10 @@ func (cp *controlPlane) measureOffset() bool {
 // measureFirstOffset measures the clock offset before the entry is first
 // published, so that the first entry carries it. Published later, the
 // offset is a second publish, and each publish changes the generation: at
-// its next refresh every replica reads the whole registry again, each
-// entry with every job. A fleet of R replicas starting together then
-// reads R entries R times more, while its first firings are due. It takes
+// its next refresh every replica reads the whole registry again (every
+// entry, and each distinct job list once). A fleet of R replicas starting
+// together then reads R entries R times more, while its first firings are
+// due. It takes
 // up to firstOffsetSamples reads of the store's time, fewer when one is
 // precise; without a precise one, the offset is published once measured
 // (measureOffset), as before.
@@ -322,8 +323,8 @@ func (cp *controlPlane) measureFirstOffset() {
 
 // announceGap is the least time between two reads of the registry for
 // changes other replicas announce: when a fleet starts or restarts all at
-// once, each replica reads the registry (every entry, with every job) at
-// most once per gap, not once per replica that joins.
+// once, each replica reads the registry (every entry, and each distinct
+// job list once) at most once per gap, not once per replica that joins.
 const announceGap = time.Second
 
 // firstOffsetSamples is how many reads of the store's time a replica takes

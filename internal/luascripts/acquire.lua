@@ -67,8 +67,8 @@
 -- so other scripts may still INCR it); a counter that is not 1 to 16
 -- digits is unreadable ({-9}) and nothing is written. The new counter, the
 -- round record and the completion record (all without expiry) are written
--- with one MSET: a won round acquire runs TIME, MGET, MSET, SET record,
--- SET index; a lost one TIME and MGET.
+-- with one MSET: a won round acquire runs TIME, MGET, SET record (first,
+-- see below), MSET, SET index; a lost one TIME and MGET.
 --
 -- The record is {"lockId":"<id>","expiresAtMs":<%13d>,"acquiredAtMs":<%13d>,
 -- "fence":"<%015d>","prev":<n>,<tail>: the ID at bytes 12-33 and the

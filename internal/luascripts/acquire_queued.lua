@@ -23,7 +23,8 @@
 --   {-9}               unreadable record or fence counter
 --
 -- A free key with no queue is taken at once (the common case costs one
--- EXISTS more than acquire.lua). Otherwise the ticket is appended if it is
+-- EXISTS and one SET XX GET more than acquire.lua: the free lease key is
+-- checked to be no other type before anything is written). Otherwise the ticket is appended if it is
 -- not queued, and its expiry set to now + ARGV[7] either way; both keys
 -- live as long as the longest place (their PX only lengthens). Tickets at
 -- the head whose place expired (a waiter that died) or that left are

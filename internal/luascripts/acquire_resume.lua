@@ -47,7 +47,9 @@
 -- no round, leaves the round record alone and sets the completion record
 -- back to open. As in acquire.lua, the keys it decides on are read with one
 -- MGET, and the fence counter and the completion record written with one
--- MSET: a resume runs TIME, MGET, MSET and the two SETs of the lease.
+-- MSET: a resume runs TIME, MGET, SET XX GET (a free lease key is checked
+-- to be no other type before anything is written), MSET and the two SETs
+-- of the lease.
 local TOLERANCE_MS = 1000
 local DEAD_HOLDER = 'its replica stopped renewing the lease and never released it (it died or lost the store)'
 local t = redis.call('TIME')

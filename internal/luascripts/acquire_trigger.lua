@@ -47,8 +47,9 @@
 -- with one MSET. A counter that is unreadable answers {-9} before a
 -- trigger is taken, so the triggers stay queued. The record layout is
 -- acquire.lua's, with "prev" the round recorded before this one. A
--- triggered run costs TIME, MGET, LPOP (one per entry dropped), MSET and
--- the two SETs of the lease.
+-- triggered run costs TIME, MGET, SET XX GET (a free lease key is checked
+-- to be no other type before the trigger is taken), LPOP (one per entry
+-- dropped), MSET and the two SETs of the lease.
 local TOLERANCE_MS = 1000
 local t = redis.call('TIME')
 local now = t[1] * 1000 + t[2] / 1000

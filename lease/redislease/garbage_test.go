@@ -3,6 +3,7 @@ package redislease
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,26 @@ func TestStore_Garbage_NeverPanics(t *testing.T) {
 		ks, err := keysFor(st.prefix, "k")
 		require.NoError(t, err)
 		do(t, b.Hset().Key(ks.data).FieldValue().FieldValue("someone", "else").Build())
+		// A trigger waits: the trigger's acquire must not take it.
+		_, err = st.AddTrigger(ctx, "k", "test", time.Minute)
+		require.NoError(t, err)
+		queue, expiries := ks.queue(st.prefix)
+		// What each acquire would write or take, as it is before them.
+		snapshot := func() map[string]string {
+			out := map[string]string{}
+			for _, k := range []string{ks.fence, ks.round, ks.attempt(st.prefix), ks.history(st.prefix), queue, expiries} {
+				n, err := srv.client.Do(ctx, b.Exists().Key(k).Build()).AsInt64()
+				require.NoError(t, err)
+				out[k] = strconv.FormatInt(n, 10)
+			}
+			n, err := srv.client.Do(ctx, b.Llen().Key(ks.trigger(st.prefix)).Build()).AsInt64()
+			require.NoError(t, err)
+			out["triggers"] = strconv.FormatInt(n, 10)
+			return out
+		}
+		before := snapshot()
+		require.Equal(t, "1", before["triggers"])
+
 		const round = 1_764_000_000_000
 		attempts := lease.Attempts{Max: 3, Deadline: time.Now().Add(time.Hour)}
 		acquires := map[string]func() error{
@@ -99,27 +120,28 @@ func TestStore_Garbage_NeverPanics(t *testing.T) {
 			err := acquire()
 			assert.ErrorIs(t, err, lease.ErrInternal, what)
 			assert.ErrorContains(t, err, "WRONGTYPE", what)
+			assert.Equal(t, before, snapshot(), "%s wrote or took nothing", what)
 		}
-		for _, k := range []string{ks.fence, ks.round, ks.attempt(st.prefix)} {
-			n, err := srv.client.Do(ctx, b.Exists().Key(k).Build()).AsInt64()
-			require.NoError(t, err)
-			assert.Zero(t, n, "nothing written: %s", k)
-		}
-		// A resume, which needs an open occurrence of the key's last round.
-		do(t, b.Mset().KeyValue().KeyValue(ks.round, "1764000000000").KeyValue(ks.attempt(st.prefix), "1764000000000|1|o|0|"+
+
+		// A resume of an attempt whose holder died (running, no lease):
+		// it would write the attempt's end to the history first.
+		do(t, b.Mset().KeyValue().KeyValue(ks.round, "1764000000000").KeyValue(ks.attempt(st.prefix), "1764000000000|1|r|0|"+
 			strconv.FormatInt(attempts.Deadline.UnixMilli(), 10)+"|3").Build())
+		before = snapshot()
 		_, err = st.Acquire(ctx, "k", time.Second, lease.WithResume(round))
 		assert.ErrorIs(t, err, lease.ErrInternal, "resume")
 		assert.ErrorContains(t, err, "WRONGTYPE", "resume")
+		assert.Equal(t, before, snapshot(), "the resume wrote nothing")
+		rec, err := srv.client.Do(ctx, b.Get().Key(ks.attempt(st.prefix)).Build()).ToString()
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(rec, "1764000000000|1|r|"), "the completion record is as it was: %s", rec)
+
 		typ, err := srv.client.Do(ctx, b.Type().Key(ks.data).Build()).ToString()
 		require.NoError(t, err)
 		assert.Equal(t, "hash", typ, "the key is left as it was")
 		v, err := srv.client.Do(ctx, b.Hget().Key(ks.data).Field("someone").Build()).ToString()
 		require.NoError(t, err)
 		assert.Equal(t, "else", v)
-		n, err := srv.client.Do(ctx, b.Exists().Key(ks.fence).Build()).AsInt64()
-		require.NoError(t, err)
-		assert.Zero(t, n, "nothing written by the resume either")
 	})
 
 	indexGarbage := map[string]func(t *testing.T, key string){

@@ -1,6 +1,7 @@
 package redislease
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -91,7 +92,8 @@ func (p *publishedLists) get(id string) string {
 // PublishReplica writes r's registry entry, living ttl unless refreshed,
 // and returns r's conflicts with the other live replicas. See fleet.Store.
 // The entry names r's job list, which is stored once for every replica
-// that has the same jobs (registry_entry.go).
+// that has the same jobs (registry_entry.go); a read returns them in the
+// order of their keys.
 func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Duration) ([]fleet.Conflict, error) {
 	const op = "publish replica"
 	if err := checkReplicaID(op, r.ID); err != nil {
@@ -105,7 +107,11 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	args := []string{r.ID, "", strconv.FormatInt(ttl.Milliseconds(), 10)}
 	var digest string
 	if len(r.Jobs) > 0 {
-		list := encodeJobs(r.Jobs)
+		// In key order, so that replicas that register the same jobs in
+		// another order (from a map, say) name the same list.
+		jobs := slices.Clone(r.Jobs)
+		slices.SortFunc(jobs, func(a, b fleet.Job) int { return cmp.Or(cmpString(a.Key, b.Key), cmpString(a.Name, b.Name)) })
+		list := encodeJobs(jobs)
 		digest = jobListDigest(list)
 		keys = append(keys, fk.jobList+digest)
 		args = append(args, list, strconv.FormatInt(jobListTTL(ttl).Milliseconds(), 10))
@@ -123,7 +129,11 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 }
 
 // RefreshReplica keeps replica id's entry alive for ttl more, and the job
-// list it published through this Store. See fleet.Store.
+// list it published through this Store. See fleet.Store. It reports the
+// entry not found, so that the replica publishes it again, when the entry
+// names another list than the one published through this Store (or one
+// when none was: a failover that restored an older entry, another
+// client's publish), or when that list lapsed.
 func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration) (int64, bool, error) {
 	const op = "refresh replica"
 	if err := checkReplicaID(op, id); err != nil {
@@ -137,7 +147,7 @@ func (s *Store) RefreshReplica(ctx context.Context, id string, ttl time.Duration
 	args := []string{id, strconv.FormatInt(ttl.Milliseconds(), 10)}
 	if digest := s.lists.get(id); digest != "" {
 		keys = append(keys, fk.jobList+digest)
-		args = append(args, strconv.FormatInt(jobListTTL(ttl).Milliseconds(), 10))
+		args = append(args, strconv.FormatInt(jobListTTL(ttl).Milliseconds(), 10), digest)
 	}
 	resp := registryRefreshScript.Exec(ctx, s.client, keys, args)
 	if err := resp.Error(); err != nil {

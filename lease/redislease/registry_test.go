@@ -3,6 +3,7 @@ package redislease
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,18 +127,16 @@ func TestStore_Registry_ARefreshFindsItsListMissing(t *testing.T) {
 	assert.Equal(t, r.Jobs, all[0].Jobs)
 }
 
-// TestStore_Registry_ListsLiveWhileNamedAndLapseAfter: a refresh renews
-// the list its entry names, a drop leaves a shared list to the replicas
-// that still name it, and a list no live entry names expires.
-func TestStore_Registry_ListsLiveWhileNamedAndLapseAfter(t *testing.T) {
+// TestStore_Registry_PublishAndRefreshRenewTheList: a publish that finds
+// its list stored renews it, a refresh renews the list its entry names,
+// and a drop leaves a shared list to the replicas that still name it.
+func TestStore_Registry_PublishAndRefreshRenewTheList(t *testing.T) {
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
 	jobs := registryJobs(2)
-	for _, id := range []string{"r1", "r2"} {
-		_, err := st.PublishReplica(ctx, registryReplica(id, jobs), time.Minute)
-		require.NoError(t, err)
-	}
+	_, err := st.PublishReplica(ctx, registryReplica("r1", jobs), time.Minute)
+	require.NoError(t, err)
 	keys := jobListKeys(t, srv.client, st)
 	require.Len(t, keys, 1)
 	pttl := func() int64 {
@@ -145,28 +144,105 @@ func TestStore_Registry_ListsLiveWhileNamedAndLapseAfter(t *testing.T) {
 		require.NoError(t, err)
 		return ms
 	}
+	shorten := func() {
+		require.NoError(t, srv.client.Do(ctx, srv.client.B().Pexpire().Key(keys[0]).Milliseconds(5000).Build()).Error())
+	}
 	assert.InDelta(t, minJobListTTL.Milliseconds(), pttl(), 60_000, "a list lives at least minJobListTTL")
-	require.NoError(t, srv.client.Do(ctx, srv.client.B().Pexpire().Key(keys[0]).Milliseconds(5000).Build()).Error())
+
+	shorten()
+	_, err = st.PublishReplica(ctx, registryReplica("r2", jobs), time.Minute)
+	require.NoError(t, err)
+	assert.Len(t, jobListKeys(t, srv.client, st), 1, "r2 names r1's list")
+	assert.Greater(t, pttl(), int64(60_000), "a publish that finds the list renews it")
+
+	shorten()
 	_, found, err := st.RefreshReplica(ctx, "r2", time.Minute)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Greater(t, pttl(), int64(5000), "the refresh renewed the list")
+	assert.Greater(t, pttl(), int64(60_000), "a refresh renews it")
 
 	require.NoError(t, st.DropReplica(ctx, "r1"))
 	all, err := st.Replicas(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	assert.Equal(t, jobs, all[0].Jobs, "r2 still has its jobs")
-	assert.Positive(t, pttl(), "a drop leaves a shared list alone")
+	assert.Greater(t, pttl(), int64(60_000), "a drop leaves a shared list alone")
+}
 
-	// Another Store that never published r2 refreshes only its entry.
-	other, err := New(srv.client, WithPrefix(st.prefix))
+// TestStore_Registry_ARefreshFindsAnotherList: a refresh reports the
+// entry not found, so that its replica publishes it again, when the entry
+// in the store names another list than the one the replica published
+// (a failover that restored an older entry, another client's publish), or
+// names one when the replica published none, or when the refresh goes
+// through a Store that did not publish it.
+func TestStore_Registry_ARefreshFindsAnotherList(t *testing.T) {
+	srv := startServer(t)
+	ctx := t.Context()
+	fk := func(st *Store) fleetKeys { return fleetKeysFor(st.prefix) }
+
+	t.Run("an older entry naming another list", func(t *testing.T) {
+		st := srv.store(t)
+		_, err := st.PublishReplica(ctx, registryReplica("r1", registryJobs(1)), time.Minute)
+		require.NoError(t, err)
+		older, err := srv.client.Do(ctx, srv.client.B().Get().Key(fk(st).entry+"r1").Build()).ToString()
+		require.NoError(t, err)
+		_, err = st.PublishReplica(ctx, registryReplica("r1", registryJobs(2)), time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, srv.client.Do(ctx, srv.client.B().Set().Key(fk(st).entry+"r1").Value(older).Px(time.Minute).Build()).Error())
+		_, found, err := st.RefreshReplica(ctx, "r1", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, found, "the entry names the list of one job, the replica published two")
+	})
+	t.Run("a list where none was published", func(t *testing.T) {
+		st := srv.store(t)
+		_, err := st.PublishReplica(ctx, registryReplica("r1", nil), time.Minute)
+		require.NoError(t, err)
+		_, found, err := st.RefreshReplica(ctx, "r1", time.Minute)
+		require.NoError(t, err)
+		require.True(t, found)
+		other, err := New(srv.client, WithPrefix(st.prefix)) // another client's publish
+		require.NoError(t, err)
+		_, err = other.PublishReplica(ctx, registryReplica("r1", registryJobs(1)), time.Minute)
+		require.NoError(t, err)
+		_, found, err = st.RefreshReplica(ctx, "r1", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, found)
+	})
+	t.Run("a Store that did not publish it", func(t *testing.T) {
+		st := srv.store(t)
+		_, err := st.PublishReplica(ctx, registryReplica("r1", registryJobs(1)), time.Minute)
+		require.NoError(t, err)
+		other, err := New(srv.client, WithPrefix(st.prefix))
+		require.NoError(t, err)
+		_, found, err := other.RefreshReplica(ctx, "r1", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, found, "it cannot renew a list it does not know")
+		_, err = other.PublishReplica(ctx, registryReplica("r1", registryJobs(1)), time.Minute)
+		require.NoError(t, err)
+		_, found, err = other.RefreshReplica(ctx, "r1", time.Minute)
+		require.NoError(t, err)
+		assert.True(t, found, "once it published it")
+	})
+}
+
+// TestStore_Registry_OneListWhateverTheRegistrationOrder: replicas that
+// register the same jobs in different orders name one list.
+func TestStore_Registry_OneListWhateverTheRegistrationOrder(t *testing.T) {
+	srv := startServer(t)
+	st := srv.store(t)
+	ctx := t.Context()
+	jobs := registryJobs(5)
+	reversed := slices.Clone(jobs)
+	slices.Reverse(reversed)
+	_, err := st.PublishReplica(ctx, registryReplica("r1", jobs), time.Minute)
 	require.NoError(t, err)
-	require.NoError(t, srv.client.Do(ctx, srv.client.B().Pexpire().Key(keys[0]).Milliseconds(5000).Build()).Error())
-	_, found, err = other.RefreshReplica(ctx, "r2", time.Minute)
+	_, err = st.PublishReplica(ctx, registryReplica("r2", reversed), time.Minute)
 	require.NoError(t, err)
-	assert.True(t, found)
-	assert.LessOrEqual(t, pttl(), int64(5000), "a list this Store did not publish is not touched")
+	assert.Len(t, jobListKeys(t, srv.client, st), 1)
+	all, err := st.Replicas(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	assert.Equal(t, jobs, all[1].Jobs, "in the order of their keys")
 }
 
 // TestStore_Registry_ReadsEntriesOfEarlierVersions: an entry that holds

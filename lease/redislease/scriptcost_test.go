@@ -325,7 +325,7 @@ func TestStore_ScriptCost_Commands(t *testing.T) {
 				l, err = st.Acquire(ctx, "job:round-"+name, ttl, append(opts, lease.WithRound(nextRound()))...)
 				must(t, err)
 			})
-			assert.EqualValues(t, 6, n, "%s: EVALSHA, TIME, MGET, MSET, SET, SET: %v", name, calls)
+			assert.EqualValues(t, 6, n, "%s: EVALSHA, TIME, MGET, SET record, MSET, SET index: %v", name, calls)
 			assert.EqualValues(t, 1, calls["mget"], name)
 			assert.EqualValues(t, 1, calls["mset"], name)
 			for _, gone := range []string{"exists", "incr", "incrby"} {
@@ -357,7 +357,7 @@ func TestStore_ScriptCost_Commands(t *testing.T) {
 			l, err = st.Acquire(ctx, "job:plain", ttl)
 			must(t, err)
 		})
-		assert.EqualValues(t, 6, n, "EVALSHA, TIME, MGET, SET fence, SET, SET: %v", calls)
+		assert.EqualValues(t, 6, n, "EVALSHA, TIME, MGET, SET record, SET fence, SET index: %v", calls)
 		n, calls = count(t, func() { must(t, l.Release(ctx)) })
 		assert.EqualValues(t, 4, n, "EVALSHA, GET, DEL, SPUBLISH: %v", calls)
 	})
@@ -424,6 +424,19 @@ func TestStore_ScriptCost_Commands(t *testing.T) {
 			must(t, err)
 		})
 		assert.EqualValues(t, 7, n, "resume: EVALSHA, TIME, MGET, SET XX GET (the free lease key is no other type), MSET, SET, SET: %v", calls)
+		must(t, l.Release(ctx))
+	})
+
+	t.Run("FairOnAFreeKey", func(t *testing.T) {
+		l, err := lease.Lock(ctx, st, "job:fair-warm", ttl, lease.WithFairness()) // the script's first run is an EVAL after a NOSCRIPT
+		must(t, err)
+		must(t, l.Release(ctx))
+		n, calls := count(t, func() {
+			var err error
+			l, err = lease.Lock(ctx, st, "job:fair", ttl, lease.WithFairness())
+			must(t, err)
+		})
+		assert.EqualValues(t, 8, n, "EVALSHA, TIME, MGET, SET XX GET (the free lease key is no other type), EXISTS (no queue), SET record, SET fence, SET index: %v", calls)
 		must(t, l.Release(ctx))
 	})
 
