@@ -207,14 +207,28 @@ func (c *occurrenceCheck) run(r *Report) {
 
 // committedAndGivenUp: an occurrence whose effect was committed (w) was
 // reported given up (g). Explained only if the store never learned of the
-// success (commit_unreported) or lost it with its data (data_lost).
+// success (commit_unreported) or lost it with its data (data_lost): before
+// the report, or after it, by a wipe or a rollback to a copy older than the
+// report, and before an attempt that the lost report let start and that
+// released it done.
 func (c *occurrenceCheck) committedAndGivenUp(r *Report, g history.Event) {
 	ix := c.ix
 	w := c.writes[0]
-	if d := ix.lossBetween(c.leases[0].ops[0].sent, g.Wall/1e6); d != nil {
+	gAt := g.Wall / 1e6
+	if d := ix.lossBetween(c.leases[0].ops[0].sent, gAt); d != nil {
 		c.except(r, "data_lost", "committed by write %d (lease %d of %s) and reported given up by %s at %s: %s may have lost its record",
-			w.ID, w.Fence, w.Replica, g.Replica, ms(g.Wall/1e6), d)
+			w.ID, w.Fence, w.Replica, g.Replica, ms(gAt), d)
 		return
+	}
+	for _, l := range c.leases {
+		if !l.releasedDone() || l.acquiredAt <= gAt {
+			continue
+		}
+		if d := ix.lossUndoing(gAt, l.acquiredAt); d != nil {
+			c.except(r, "data_lost", "committed by write %d (lease %d of %s) and reported given up by %s at %s; %s lost the report, and lease %d of %s attempted it again and released it done at %s",
+				w.ID, w.Fence, w.Replica, g.Replica, ms(gAt), d, l.fence, l.replica, ms(l.releasedOK/1e6))
+			return
+		}
 	}
 	for _, l := range c.leases {
 		if l.releasedDone() {

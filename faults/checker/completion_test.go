@@ -93,6 +93,14 @@ func (h *attemptHistory) fault(kind, target string, start, end int64) {
 	h.events = append(h.events, s, e)
 }
 
+// rollback records a rollback at t to a copy taken at copied (ms).
+func (h *attemptHistory) rollback(t, copied int64) {
+	h.fault(history.FaultRedisRollback, history.TargetRedis, t-100, t+100)
+	d := ev("harness", history.DataLost, t)
+	d.Fault, d.CopyStart, d.CopyEnd = history.FaultRedisRollback, copied*msNs, (copied+1)*msNs
+	h.events = append(h.events, d)
+}
+
 func (h *attemptHistory) wipe(t int64) {
 	h.fault(history.FaultRedisWipe, history.TargetRedis, t-100, t+100)
 	d := ev("harness", history.DataLost, t)
@@ -206,6 +214,30 @@ func TestCheckCompletion_Violations(t *testing.T) {
 			h.finish("r1", 1, 10400, "", history.CloseDone)
 			h.givenUp("r2", 21000, 1)
 		}, "released done"},
+		{"committed, given up, done by a later attempt, nothing lost before it", func(h *attemptHistory) {
+			h.attempt("r1", 1, 1, 10000)
+			h.commit("r1", 1, 10300)
+			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
+			h.attempt("r2", 2, 2, 11000)
+			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
+			h.givenUp("r2", 11404, 2)
+			h.attempt("r1", 3, 3, 13000)
+			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
+			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+			h.wipe(14000) // after the later attempt's acquire: it explains nothing
+		}, "released done by lease 3"},
+		{"committed, given up, done by a later attempt after a rollback that kept the report", func(h *attemptHistory) {
+			h.attempt("r1", 1, 1, 10000)
+			h.commit("r1", 1, 10300)
+			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
+			h.attempt("r2", 2, 2, 11000)
+			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
+			h.givenUp("r2", 11404, 2)
+			h.rollback(12000, 11500) // its copy was taken after the report
+			h.attempt("r1", 3, 3, 13000)
+			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
+			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+		}, "released done by lease 3"},
 		{"given up twice", func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
 			h.finish("r1", 1, 10400, "boom", history.CloseGivenUp)
@@ -286,6 +318,21 @@ func TestCheckCompletion_Exceptions(t *testing.T) {
 			h.fault(history.FaultKill, "r2", 20003, 21000)
 			h.events = append(h.events, ev("r2", history.Ready, 21500))
 		}, "report_lost"},
+		// The report of the give-up is lost with Redis's data (a rollback to
+		// before it), and a later attempt finds the occurrence open again:
+		// its write is refused as a duplicate, and it releases it done.
+		{"committed, given up, the report lost with the data, done by a later attempt", 60000, func(h *attemptHistory) {
+			h.attempt("r1", 1, 1, 10000)
+			h.commit("r1", 1, 10300)
+			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
+			h.attempt("r2", 2, 2, 11000)
+			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
+			h.givenUp("r2", 11404, 2)
+			h.rollback(12000, 10900) // to a copy taken before the report: the fault run of seed 20261209
+			h.attempt("r1", 2, 3, 13000)
+			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
+			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+		}, "data_lost"},
 		{"committed by a holder killed before its release, then given up", 60000, func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
 			h.commit("r1", 1, 10300)

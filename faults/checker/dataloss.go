@@ -112,6 +112,19 @@ func (ix *indexed) lossBetween(from, to int64) *dataLoss {
 	return last
 }
 
+// lossUndoing returns the last data loss in (at, before) that may have
+// discarded a write the server ran by at: a wipe, or a rollback to a copy
+// that began by then (a copy taken later holds the write). nil if none.
+func (ix *indexed) lossUndoing(at, before int64) *dataLoss {
+	var last *dataLoss
+	for _, d := range ix.losses {
+		if d.at > at && d.at < before && (d.kind != history.FaultRedisRollback || d.copyStart <= at) {
+			last = d
+		}
+	}
+	return last
+}
+
 // lossOf returns the first data loss before t after which op was not
 // surely in the server's data, or nil.
 func (ix *indexed) lossOf(op leaseOp, t int64) *dataLoss {
