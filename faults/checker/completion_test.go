@@ -93,6 +93,25 @@ func (h *attemptHistory) fault(kind, target string, start, end int64) {
 	h.events = append(h.events, s, e)
 }
 
+// committedThenGivenUp records attempt 1 by r1 (fence 1), whose write
+// committed before its job failed (released open), and attempt 2 by r2
+// (fence 2), which failed and was reported given up at 11404.
+func (h *attemptHistory) committedThenGivenUp() {
+	h.attempt("r1", 1, 1, 10000)
+	h.commit("r1", 1, 10300)
+	h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
+	h.attempt("r2", 2, 2, 11000)
+	h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
+	h.givenUp("r2", 11404, 2)
+}
+
+// doneAsDuplicate records the end of fence's attempt (acquired at 13000):
+// its write refused as a duplicate, which succeeds, and its release done.
+func (h *attemptHistory) doneAsDuplicate(r string, fence uint64) {
+	h.add(r, history.WriteRejected, 13300, fence, func(e *history.Event) { e.Reason = history.RejectDuplicate })
+	h.finish(r, fence, 13400, "fencing: duplicate", history.CloseDone)
+}
+
 // rollback records a rollback at t to a copy taken at copied (ms).
 func (h *attemptHistory) rollback(t, copied int64) {
 	h.fault(history.FaultRedisRollback, history.TargetRedis, t-100, t+100)
@@ -215,28 +234,16 @@ func TestCheckCompletion_Violations(t *testing.T) {
 			h.givenUp("r2", 21000, 1)
 		}, "released done"},
 		{"committed, given up, done by a later attempt, nothing lost before it", func(h *attemptHistory) {
-			h.attempt("r1", 1, 1, 10000)
-			h.commit("r1", 1, 10300)
-			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
-			h.attempt("r2", 2, 2, 11000)
-			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
-			h.givenUp("r2", 11404, 2)
+			h.committedThenGivenUp()
 			h.attempt("r1", 3, 3, 13000)
-			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
-			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+			h.doneAsDuplicate("r1", 3)
 			h.wipe(14000) // after the later attempt's acquire: it explains nothing
 		}, "released done by lease 3"},
 		{"committed, given up, done by a later attempt after a rollback that kept the report", func(h *attemptHistory) {
-			h.attempt("r1", 1, 1, 10000)
-			h.commit("r1", 1, 10300)
-			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
-			h.attempt("r2", 2, 2, 11000)
-			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
-			h.givenUp("r2", 11404, 2)
+			h.committedThenGivenUp()
 			h.rollback(12000, 11500) // its copy was taken after the report
 			h.attempt("r1", 3, 3, 13000)
-			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
-			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+			h.doneAsDuplicate("r1", 3)
 		}, "released done by lease 3"},
 		{"given up twice", func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
@@ -322,16 +329,10 @@ func TestCheckCompletion_Exceptions(t *testing.T) {
 		// before it), and a later attempt finds the occurrence open again:
 		// its write is refused as a duplicate, and it releases it done.
 		{"committed, given up, the report lost with the data, done by a later attempt", 60000, func(h *attemptHistory) {
-			h.attempt("r1", 1, 1, 10000)
-			h.commit("r1", 1, 10300)
-			h.finish("r1", 1, 10400, "boom after the commit", history.CloseOpen)
-			h.attempt("r2", 2, 2, 11000)
-			h.finish("r2", 2, 11400, "boom", history.CloseGivenUp)
-			h.givenUp("r2", 11404, 2)
+			h.committedThenGivenUp()
 			h.rollback(12000, 10900) // to a copy taken before the report: the fault run of seed 20261209
 			h.attempt("r1", 2, 3, 13000)
-			h.add("r1", history.WriteRejected, 13300, 3, func(e *history.Event) { e.Reason = history.RejectDuplicate })
-			h.finish("r1", 3, 13400, "fencing: duplicate", history.CloseDone)
+			h.doneAsDuplicate("r1", 3)
 		}, "data_lost"},
 		{"committed by a holder killed before its release, then given up", 60000, func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
