@@ -26,7 +26,7 @@ func viewOf(s *Scheduler, key string) []string {
 	if !ok {
 		return nil
 	}
-	return vj.c.ids
+	return vj.ids
 }
 
 // A replica that joins or leaves the fleet is in the others' views at

@@ -109,14 +109,15 @@ func isLocked(err error) bool {
 // resume, the next attempt of its round. All honour a pause. A round
 // claim of a job whose occurrences are completed records its attempts
 // (attempts.go).
-func (s *Scheduler) claimOptions(f firing) []lease.AcquireOption {
+func (s *Scheduler) claimOptions(j *job, f firing) []lease.AcquireOption {
+	owner := lease.WithOwner(s.ownerOf(j, f.reg))
 	switch f.kind {
 	case firedByTrigger:
-		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithTrigger(), lease.WithPauseCheck()}
+		return []lease.AcquireOption{owner, lease.WithTrigger(), lease.WithPauseCheck()}
 	case firedByResume:
-		return []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithResume(f.ms), lease.WithPauseCheck()}
+		return []lease.AcquireOption{owner, lease.WithResume(f.ms), lease.WithPauseCheck()}
 	}
-	opts := []lease.AcquireOption{lease.WithOwner(f.reg.owner), lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
+	opts := []lease.AcquireOption{owner, lease.WithRoundTime(time.UnixMilli(f.ms), f.maxSkew()), lease.WithPauseCheck()}
 	if a, ok := s.attemptsOf(f.reg, s.occ(f)); ok {
 		opts = append(opts, lease.WithAttempts(a))
 	}
@@ -139,7 +140,7 @@ func (s *Scheduler) claim(j *job, f firing) (*lease.Lease, error) {
 	}
 	until := s.retryUntil(f)
 	b := s.retryBackoff()
-	opts := s.claimOptions(f)
+	opts := s.claimOptions(j, f)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
 		sent := s.cfg.clock.Now()
@@ -210,7 +211,7 @@ func (s *Scheduler) claimBatch(ba lease.BatchAcquirer, ts []claimTask) {
 		reqs, res = reqs[:len(ps)], res[:len(ps)]
 		bound := MaxCleanup
 		for i, p := range ps {
-			reqs[i] = lease.AcquireRequest{Key: p.t.job.key, TTL: p.t.f.reg.ttl, Options: s.claimOptions(p.t.f)}
+			reqs[i] = lease.AcquireRequest{Key: p.t.job.key, TTL: p.t.f.reg.ttl, Options: s.claimOptions(p.t.job, p.t.f)}
 			res[i] = lease.AcquireResult{}
 			bound = min(bound, p.t.f.reg.ttl)
 		}
@@ -287,7 +288,7 @@ func (s *Scheduler) claimBatch(ba lease.BatchAcquirer, ts []claimTask) {
 func (s *Scheduler) waitTurn(ctx context.Context, j *job, f firing) (*lease.Lease, error) {
 	s.debug(j, s.occ(f), "occurrence waits for the job's running one to end (overlap policy: buffer one)")
 	until := s.retryUntil(f)
-	opts := s.claimOptions(f)
+	opts := s.claimOptions(j, f)
 	for {
 		left := until.Sub(s.cfg.clock.Now())
 		if left <= 0 {

@@ -86,9 +86,12 @@ func (f firing) quiet() bool { return f.kind != firedBySchedule }
 // group is the jobs that share one schedule, fired by one gocron job.
 type group struct {
 	key  string
-	plan plan                      // the first member's; every member's plan is equal to it
-	lead time.Duration             // how far ahead of its occurrences it fires (claim_ahead.go)
-	id   atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
+	plan plan // the first member's; every member's plan is equal to it
+	// schedule is the first member's; a member's equal to it is this one,
+	// kept once.
+	schedule Schedule
+	lead     time.Duration             // how far ahead of its occurrences it fires (claim_ahead.go)
+	id       atomic.Pointer[uuid.UUID] // the gocron job's ID, once scheduled
 
 	mu sync.Mutex
 	// jobs is never changed within a slice members returned: add appends

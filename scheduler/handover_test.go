@@ -57,10 +57,11 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 		name := ""
 		for k := 0; k < 5000 && name == ""; k++ {
 			n := fmt.Sprintf("j%d", k)
-			vj := newFleetView("a", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).jobs["job:"+n]
-			f0, _ := rank(vj.c.seeds, vj.keyHash, firstOcc.UnixMilli())
-			f1, s1 := rank(vj.c.seeds, vj.keyHash, firstOcc.Add(time.Second).UnixMilli())
-			if vj.c.ids[f0] == "a" && vj.c.ids[f1] == "a" && vj.c.ids[s1] == "gone" {
+			c := newFleetView("a", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).jobs["job:"+n]
+			h := fnv1a(fnvOffset, "job:"+n)
+			f0, _ := rank(c.seeds, h, firstOcc.UnixMilli())
+			f1, s1 := rank(c.seeds, h, firstOcc.Add(time.Second).UnixMilli())
+			if c.ids[f0] == "a" && c.ids[f1] == "a" && c.ids[s1] == "gone" {
 				name = n
 			}
 		}
@@ -95,7 +96,7 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 		}
 		time.Sleep(time.Until(second) + 500*time.Millisecond)
 		for _, s := range scheds[:2] {
-			require.Len(t, s.view.Load().jobs["job:"+name].c.ids, 3, "gone is still in %s's view", s.cfg.instanceID)
+			require.Len(t, s.view.Load().jobs["job:"+name].ids, 3, "gone is still in %s's view", s.cfg.instanceID)
 		}
 		for _, s := range scheds[:2] {
 			shutdown(t, s)

@@ -47,19 +47,17 @@ type jobState struct {
 
 	// The claim: at most one firing of the job is queued for a claim
 	// worker, being claimed, or waiting its turn (OverlapBufferOne:
-	// forRun, for the run here; cancelBuf, for the lease elsewhere), and
-	// at most one more waits behind it (next, hasNext).
-	claim     firing
-	next      firing
-	cancelBuf context.CancelFunc // ends a claim that waits for the job's lease elsewhere
+	// forRun, for the run here; rare.cancelWait, for the lease elsewhere), and
+	// at most one more waits behind it (claim_rare.go).
+	claim firing
+	rare  *claimRare // nil unless a firing waits behind the claim, or the claim waits elsewhere
 
 	run     *run     // the run executing here, or nil
-	lastRun *RunInfo // the last run this replica ran, for Jobs
+	lastRun *lastRun // the last run this replica ran, for Jobs (last_run.go)
 
 	stopping bool // Shutdown: nothing new starts
 	claiming bool
 	forRun   bool // the claim waits for the run here to end (OverlapBufferOne)
-	hasNext  bool
 	// Work that waits for the job to go idle here: the latest occurrence
 	// to catch up, and a trigger waiting in the store. A catch-up goes
 	// first: a trigger claims a round after it.
@@ -321,7 +319,8 @@ func (j *job) transition(in input, as *acts) {
 
 	case inRemove:
 		st.reg = nil
-		st.hasNext, st.catchUpDue = false, false
+		st.dropNext()
+		st.catchUpDue = false
 		j.dropClaimWaiting(as)
 		j.idle(as)
 
@@ -330,9 +329,9 @@ func (j *job) transition(in input, as *acts) {
 
 	case inShutdown:
 		st.stopping = true
-		if st.hasNext {
-			st.hasNext = false
-			as.add(act{kind: actSkip, f: st.next, reason: SkipShutdown})
+		if next, ok := st.nextFiring(); ok {
+			as.add(act{kind: actSkip, f: next, reason: SkipShutdown})
+			st.dropNext()
 		}
 		st.catchUpDue = false
 		if st.claiming && st.forRun {
@@ -350,10 +349,10 @@ func (j *job) offer(as *acts, f firing) {
 	st := &j.st
 	switch {
 	case st.claiming:
-		if st.hasNext {
-			as.add(act{kind: actSkip, f: st.next, reason: SkipOverrun})
+		if prev, ok := st.nextFiring(); ok {
+			as.add(act{kind: actSkip, f: prev, reason: SkipOverrun})
 		}
-		st.next, st.hasNext = f, true
+		st.setNext(f)
 	case st.run != nil && f.reg.overlap == OverlapBufferOne:
 		// Waits for the run here to end before it asks the store: the
 		// run's lease may be gone before its heartbeat noticed, and a
@@ -390,7 +389,8 @@ func (j *job) startClaim(as *acts, f firing) {
 func (j *job) claimed(as *acts, in input) {
 	st := &j.st
 	f := in.f
-	st.claiming, st.cancelBuf = false, nil
+	st.claiming = false
+	st.setCancelWait(nil)
 	switch {
 	case in.err == nil && (st.reg == nil || st.stopping):
 		reason := SkipShutdown
@@ -409,7 +409,7 @@ func (j *job) claimed(as *acts, in input) {
 		// The job runs elsewhere: wait for its release, then claim.
 		st.claiming, st.claim = true, f
 		ctx, cancel := context.WithCancel(j.s.claimCtx)
-		st.cancelBuf = cancel
+		st.setCancelWait(cancel)
 		f.waited = true
 		as.add(act{kind: actWait, f: f, ctx: ctx})
 		return
@@ -453,13 +453,12 @@ func (j *job) claimed(as *acts, in input) {
 // offered, else the job goes idle.
 func (j *job) proceed(as *acts) {
 	st := &j.st
-	if st.hasNext && st.reg != nil && !st.stopping {
-		next := st.next
-		st.hasNext = false
+	if next, ok := st.nextFiring(); ok && st.reg != nil && !st.stopping {
+		st.dropNext()
 		j.offer(as, next)
 		return
 	}
-	st.hasNext = false
+	st.dropNext()
 	j.idle(as)
 }
 
@@ -505,8 +504,8 @@ func (j *job) dropClaimWaiting(as *acts) {
 	case st.forRun:
 		st.claiming, st.forRun = false, false
 		as.add(act{kind: actSkip, f: st.claim, reason: SkipLocked})
-	case st.cancelBuf != nil:
-		st.cancelBuf() // its wait ends with lease.ErrAborted, and answers
+	case st.cancelWait() != nil:
+		st.cancelWait()() // its wait ends with lease.ErrAborted, and answers
 	}
 }
 
@@ -550,8 +549,7 @@ func (j *job) info() (reg *registration, running bool, last *RunInfo) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.st.lastRun != nil {
-		l := *j.st.lastRun
-		last = &l
+		last = j.st.lastRun.info(j.s.cfg.location)
 	}
 	return j.st.reg, j.st.run != nil, last
 }
@@ -592,8 +590,8 @@ func (j *job) busy() bool {
 func (j *job) setLastRun(ri RunInfo) {
 	j.mu.Lock()
 	if j.st.lastRun == nil {
-		j.st.lastRun = new(RunInfo)
+		j.st.lastRun = new(lastRun)
 	}
-	*j.st.lastRun = ri
+	j.st.lastRun.set(ri)
 	j.mu.Unlock()
 }

@@ -18,7 +18,7 @@ func testJob(t *testing.T, now int64, catchUp time.Duration) *job {
 	t.Helper()
 	s := newScheduler(t, newMemoryStore(t, nil), WithClock(clockwork.NewFakeClockAt(time.UnixMilli(now))))
 	j := &job{s: s, name: "j", key: "job:j"}
-	j.st.reg = &registration{plan: &everyPlan{d: time.Second}, overlap: OverlapSkip, ttl: time.Second, catchUp: catchUp}
+	j.st.reg = &registration{plan: &everyPlan{d: time.Second}, jobConfig: &jobConfig{overlap: OverlapSkip, ttl: time.Second, catchUp: catchUp}}
 	return j
 }
 

@@ -50,7 +50,7 @@ func WithConcurrencyLimit(name string, n int) JobOption {
 		if err := lease.ValidateSemaphoreLimit(n); err != nil {
 			return fmt.Errorf("%w: WithConcurrencyLimit: %w", ErrInvalidArgument, err)
 		}
-		c.limit = &concurrencyLimit{name: name, n: n}
+		c.limitSpec = &concurrencyLimit{name: name, n: n}
 		return nil
 	}
 }

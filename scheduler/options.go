@@ -251,10 +251,10 @@ type jobConfig struct {
 	ttl            time.Duration
 	timeout        time.Duration
 	catchUp        time.Duration
-	owner          string
+	owner          string // WithOwner; "": the replica's ID and the job's name (Scheduler.ownerOf)
 	errorClassOnly bool
 	overlap        OverlapPolicy     // WithOverlap
-	limit          *concurrencyLimit // WithConcurrencyLimit; nil: none
+	limitSpec      *concurrencyLimit // WithConcurrencyLimit; nil: none
 	attempts       int               // WithAttempts, WithRetry
 	retry          *retryPolicy      // WithRetry; nil: failures are not retried
 	attemptWindow  time.Duration     // WithAttemptWindow; 0: until the next occurrence

@@ -98,18 +98,14 @@ const (
 // have it with the same fingerprint, this one included. Keys in conflict,
 // or whose replicas do not include this one yet, are absent (race).
 type fleetView struct {
-	jobs  map[string]viewJob
+	// jobs maps a key to its candidates, shared by every key with the
+	// same set. The key's hash is computed at each choice, not kept: a
+	// view has an entry per job, and the hash costs some 20 ns.
+	jobs  map[string]*candidates
 	multi bool // some key has another candidate than this replica
 	// offset is this replica's clock offset from the store, as its own
 	// entry published it (0 without one).
 	offset time.Duration
-}
-
-// viewJob is one key's entry: its hash, and its candidates, shared by
-// every key with the same set.
-type viewJob struct {
-	keyHash uint64
-	c       *candidates
 }
 
 // candidates is a set of replicas, sorted by ID, with the hash of each ID,
@@ -154,7 +150,7 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 	for _, r := range replicas {
 		offsets[r.ID] = r.ClockOffset
 	}
-	v := &fleetView{jobs: make(map[string]viewJob, len(byKey)), offset: offsets[self]}
+	v := &fleetView{jobs: make(map[string]*candidates, len(byKey)), offset: offsets[self]}
 	shared := map[string]*candidates{}
 	// The keys are mine's, which are the jobs' own strings: the view
 	// holds no copy of the keys the registry's entries were decoded with.
@@ -175,7 +171,7 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 			}
 			shared[set] = c
 		}
-		v.jobs[key] = viewJob{keyHash: fnv1a(fnvOffset, key), c: c}
+		v.jobs[key] = c
 		v.multi = v.multi || len(c.ids) > 1
 	}
 	return v
@@ -211,13 +207,13 @@ func (v *fleetView) choose(key string, ms int64) choice {
 	if v == nil {
 		return choice{}
 	}
-	vj, ok := v.jobs[key]
+	c, ok := v.jobs[key]
 	if !ok {
 		return choice{}
 	}
-	first, second := rank(vj.c.seeds, vj.keyHash, ms)
-	ch := choice{role: roleOther, c: vj.c, first: first}
-	switch vj.c.self {
+	first, second := rank(c.seeds, fnv1a(fnvOffset, key), ms)
+	ch := choice{role: roleOther, c: c, first: first}
+	switch c.self {
 	case first:
 		ch.role = roleFirst
 	case second:

@@ -146,7 +146,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		early: f.early,
 		lease: l,
 		done:  make(chan struct{}),
-		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: f.reg.owner,
+		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: s.ownerOf(j, f.reg),
 			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger, Attempt: max(l.Attempt, 1)},
 		attempts: l.Attempts, // as the store recorded them with the first attempt
 		shortID:  lease.ShortID(l.ID),

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/go-co-op/gocron/v2"
@@ -62,9 +61,10 @@ type Scheduler struct {
 	order    []*job            // the registered jobs, in the order they were registered
 	started  bool
 	closed   bool
-	cron     gocron.Scheduler        // nil until Start and after Shutdown
-	nworkers int                     // claim workers started
-	limits   map[string]*sharedLimit // the concurrency limits, by name (limit.go)
+	cron     gocron.Scheduler         // nil until Start and after Shutdown
+	nworkers int                      // claim workers started
+	limits   map[string]*sharedLimit  // the concurrency limits, by name (limit.go)
+	configs  map[jobConfig]*jobConfig // the jobs' options, one of each (shareConfig)
 }
 
 // registration is what Register was given for a job: immutable. A claim
@@ -72,20 +72,14 @@ type Scheduler struct {
 // again after Remove runs with its new registration while a run of the old
 // one finishes.
 type registration struct {
-	schedule       Schedule
-	plan           plan
-	fn             func(ctx context.Context) error
-	ttl            time.Duration
-	timeout        time.Duration
-	catchUp        time.Duration // WithCatchUp; 0: off
-	owner          string
-	errorClassOnly bool
-	overlap        OverlapPolicy
-	limitSpec      *concurrencyLimit // WithConcurrencyLimit, nil without one
-	limit          *lease.Semaphore  // its semaphore, set by Scheduler.add
-	attempts       int               // attempts per occurrence in total (attempts.go)
-	retry          *retryPolicy      // WithRetry; nil: failures are not retried
-	attemptWindow  time.Duration     // WithAttemptWindow; 0: until the next occurrence
+	// jobConfig holds the job's options, shared by the registrations
+	// whose options are equal (Scheduler.shareConfig): most jobs of a
+	// replica have the same ones, and a registration is kept per job.
+	*jobConfig
+	schedule Schedule
+	plan     plan
+	fn       func(ctx context.Context) error
+	limit    *lease.Semaphore // the semaphore of limitSpec, set by Scheduler.add
 }
 
 // New returns a Scheduler whose jobs take their leases from store. It starts
@@ -161,16 +155,11 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 			return fmt.Errorf("Register %q: %w", name, err)
 		}
 	}
-	if jc.owner == "" {
-		jc.owner = truncateUTF8(s.cfg.instanceID+"/"+name, lease.MaxOwnerLen)
-	}
 	p, err := sch.compile(s.cfg.location, s.cfg.clock.Now().In(s.cfg.location))
 	if err != nil {
 		return fmt.Errorf("Register %q: %w", name, err)
 	}
-	reg := &registration{schedule: sch, plan: p, fn: s.wrap(fn), ttl: jc.ttl, timeout: jc.timeout,
-		catchUp: jc.catchUp, owner: jc.owner, errorClassOnly: jc.errorClassOnly, overlap: jc.overlap, limitSpec: jc.limit,
-		attempts: jc.attempts, retry: jc.retry, attemptWindow: jc.attemptWindow}
+	reg := &registration{jobConfig: &jc, schedule: sch, plan: p, fn: s.wrap(fn)}
 
 	j, started, err := s.add(name, key, reg)
 	if err != nil {
@@ -206,12 +195,16 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 		}
 		reg.limit = sem
 	}
+	reg.jobConfig = s.shareConfig(reg.jobConfig)
 	gk := reg.plan.groupKey()
 	g, grouped := s.groups[gk]
 	if grouped {
 		reg.plan = g.plan // equal plans (same group key): one per group, not per job
+		if reg.schedule == g.schedule {
+			reg.schedule = g.schedule // so is an equal schedule (every Schedule is comparable)
+		}
 	} else {
-		g = &group{key: gk, plan: reg.plan, lead: s.leadOf(reg.plan)}
+		g = &group{key: gk, plan: reg.plan, schedule: reg.schedule, lead: s.leadOf(reg.plan)}
 	}
 	if j == nil {
 		if strings.HasPrefix(key, JobKeyPrefix) && key[len(JobKeyPrefix):] == name {

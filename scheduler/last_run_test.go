@@ -1,0 +1,34 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLastRun_GivesBackWhatWasRecorded: the compact record of a job's last
+// run gives back the RunInfo it was given, the occurrence in the
+// scheduler's location and the start in its own, zero times included.
+func TestLastRun_GivesBackWhatWasRecorded(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	require.NoError(t, err)
+	occ := time.Date(2026, 3, 29, 2, 30, 0, 0, time.UTC).In(paris)
+	for _, ri := range []RunInfo{
+		{Occurrence: occ, Started: time.UnixMilli(1774751400123), Duration: 1500 * time.Millisecond,
+			Outcome: "failed", Error: "disk full", Trigger: "t-1"},
+		{Occurrence: occ, Started: time.Date(2026, 3, 29, 0, 30, 0, 7, time.UTC), Outcome: "succeeded"},
+		{}, // zero times: UnixNano is undefined for them
+	} {
+		var l lastRun
+		l.set(ri)
+		got := l.info(paris)
+		want := ri
+		if !ri.Occurrence.IsZero() {
+			want.Occurrence = ri.Occurrence.In(paris)
+		}
+		assert.Equal(t, want, *got)
+		assert.Equal(t, ri.Started.Location(), got.Started.Location(), "the start keeps its location")
+	}
+}
