@@ -66,7 +66,7 @@ type message struct {
 	Event string `json:"event"` // "ready" or "done"
 	// ready
 	HeapBefore uint64 `json:"heapBefore,omitempty"` // HeapAlloc after GC before New+Register
-	HeapAfter  uint64 `json:"heapAfter,omitempty"`  // HeapAlloc after GC after Register+Start
+	HeapAfter  uint64 `json:"heapAfter,omitempty"`  // HeapAlloc after GC after Register+Start and the first read of the registry (fleetread.go)
 	// done: HeapAlloc after GC when asked to stop (before Shutdown), less
 	// any growth of the measurement buffers since HeapBefore.
 	HeapSteady uint64 `json:"heapSteady,omitempty"`
@@ -132,7 +132,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 		return nil
 	}
 	late := &lateness{}
-	timed := &timedStore{Store: store}
+	timed := &timedStore{Store: store, read: fleetRead{done: make(chan struct{})}}
 	late.reserve(cfg.Jobs * perJob)
 	timed.reserve(cfg.Jobs * perJob)
 	buffers := func() uint64 {
@@ -171,6 +171,7 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
+	timed.awaitFleetRead(cfg.Options)
 	after := heapAfterGC()
 	prof.writeHeap("heap-ready")
 	enc := json.NewEncoder(out)

@@ -148,7 +148,8 @@ func (l *lateness) summary() string {
 // preferred replica; lease.BatchAcquirer, lease.RoundReader).
 type timedStore struct {
 	*redislease.Store
-	d record[time.Duration]
+	d    record[time.Duration]
+	read fleetRead // the first read of the registry (fleetread.go)
 }
 
 // AcquireBatch times a batch of acquires: each took the batch's round trip.
