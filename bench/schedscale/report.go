@@ -62,7 +62,7 @@ func (r *Report) Markdown() string {
 			fmt.Sprintf("%.0f / %.0f B", rp.HeapPerJob, rp.HeapSteadyPerJob), fmt.Sprint(rp.Runs), window, fmt.Sprint(rp.Stats.Started), fmt.Sprint(rp.Stats.SkipClaimed),
 			fmt.Sprint(rp.Stats.SkipLocked), fmt.Sprint(rp.Stats.AcquireFailed), fmt.Sprint(rp.Stats.LeaseLost)})
 	}
-	fmt.Fprintf(&b, "\nPer replica (CPU over the time from all-ready to stop, getrusage of the replica process; heap: HeapAlloc after GC less HeapAlloc before New+Register, divided by jobs, after Start and at the end of the window):\n\n%s", rt.Markdown())
+	fmt.Fprintf(&b, "\nPer replica (CPU over the time from all-ready to stop, getrusage of the replica process; heap: HeapAlloc after GC less HeapAlloc before New+Register, divided by jobs, once the replica has read the registry after Start (the least of samples over 1 s) and at the end of the window):\n\n%s", rt.Markdown())
 	for i, rp := range r.Replicas {
 		if rp.Err != "" {
 			fmt.Fprintf(&b, "\nreplica %d shutdown error: %s\n", i, rp.Err)
