@@ -15,13 +15,15 @@ func TestLastRun_GivesBackWhatWasRecorded(t *testing.T) {
 	paris, err := time.LoadLocation("Europe/Paris")
 	require.NoError(t, err)
 	occ := time.Date(2026, 3, 29, 2, 30, 0, 0, time.UTC).In(paris)
+	var l lastRun // one record, set in place, as a job's is
 	for _, ri := range []RunInfo{
 		{Occurrence: occ, Started: time.UnixMilli(1774751400123), Duration: 1500 * time.Millisecond,
 			Outcome: "failed", Error: "disk full", Trigger: "t-1"},
 		{Occurrence: occ, Started: time.Date(2026, 3, 29, 0, 30, 0, 7, time.UTC), Outcome: "succeeded"},
+		{Occurrence: occ, Started: time.UnixMilli(1774751400456), Outcome: "succeeded", Trigger: "t-2"},
+		{Occurrence: occ, Started: time.UnixMilli(1774751400789), Outcome: "failed", Error: "timeout"},
 		{}, // zero times: UnixNano is undefined for them
 	} {
-		var l lastRun
 		l.set(ri)
 		got := l.info(paris)
 		want := ri
