@@ -22,7 +22,7 @@ func viewOf(s *Scheduler, key string) []string {
 	if v == nil {
 		return nil
 	}
-	vj, ok := v.candidatesOf(key)
+	vj, ok := v.jobs[key]
 	if !ok {
 		return nil
 	}

@@ -57,8 +57,8 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 		name := ""
 		for k := 0; k < 5000 && name == ""; k++ {
 			n := fmt.Sprintf("j%d", k)
-			c, _ := newFleetView("a", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).candidatesOf("job:" + n)
-			h := keyHash("job:" + n)
+			c := newFleetView("a", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).jobs["job:"+n]
+			h := fnv1a(fnvOffset, "job:"+n)
 			f0, _ := rank(c.seeds, h, firstOcc.UnixMilli())
 			f1, s1 := rank(c.seeds, h, firstOcc.Add(time.Second).UnixMilli())
 			if c.ids[f0] == "a" && c.ids[f1] == "a" && c.ids[s1] == "gone" {
@@ -96,9 +96,7 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 		}
 		time.Sleep(time.Until(second) + 500*time.Millisecond)
 		for _, s := range scheds[:2] {
-			c, ok := s.view.Load().candidatesOf("job:" + name)
-			require.True(t, ok, "%s's view has the job", s.cfg.instanceID)
-			require.Len(t, c.ids, 3, "gone is still in %s's view", s.cfg.instanceID)
+			require.Len(t, s.view.Load().jobs["job:"+name].ids, 3, "gone is still in %s's view", s.cfg.instanceID)
 		}
 		for _, s := range scheds[:2] {
 			shutdown(t, s)

@@ -98,12 +98,10 @@ const (
 // have it with the same fingerprint, this one included. Keys in conflict,
 // or whose replicas do not include this one yet, are absent (race).
 type fleetView struct {
-	// jobs maps a key's hash (keyHash) to its candidates, shared by every
-	// key with the same set: a view has an entry per job, and a hash keeps
-	// it 8 bytes smaller than the key would. Two keys of this replica
-	// with one hash (about one chance in 10^11 at 10,000 jobs) are both
-	// left out, so that neither uses the other's candidates.
-	jobs  map[uint64]*candidates
+	// jobs maps a key to its candidates, shared by every key with the
+	// same set. The key's hash is computed at each choice, not kept: a
+	// view has an entry per job, and the hash costs some 20 ns.
+	jobs  map[string]*candidates
 	multi bool // some key has another candidate than this replica
 	// offset is this replica's clock offset from the store, as its own
 	// entry published it (0 without one).
@@ -152,8 +150,7 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 	for _, r := range replicas {
 		offsets[r.ID] = r.ClockOffset
 	}
-	v := &fleetView{jobs: make(map[uint64]*candidates, len(byKey)), offset: offsets[self]}
-	collided := map[uint64]bool{}
+	v := &fleetView{jobs: make(map[string]*candidates, len(byKey)), offset: offsets[self]}
 	shared := map[string]*candidates{}
 	// The keys are mine's, which are the jobs' own strings: the view
 	// holds no copy of the keys the registry's entries were decoded with.
@@ -174,31 +171,10 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 			}
 			shared[set] = c
 		}
-		v.put(keyHash(key), c, collided)
+		v.jobs[key] = c
 		v.multi = v.multi || len(c.ids) > 1
 	}
 	return v
-}
-
-// put gives the key whose hash is h the candidates c, unless another key
-// of this replica has that hash (collided): both are left out.
-func (v *fleetView) put(h uint64, c *candidates, collided map[uint64]bool) {
-	if _, dup := v.jobs[h]; dup || collided[h] {
-		delete(v.jobs, h)
-		collided[h] = true
-		return
-	}
-	v.jobs[h] = c
-}
-
-// keyHash is the hash of a job's key that ranks its replicas (rank) and
-// finds it in a view.
-func keyHash(key string) uint64 { return fnv1a(fnvOffset, key) }
-
-// candidatesOf returns the candidates of key, if the view has it.
-func (v *fleetView) candidatesOf(key string) (*candidates, bool) {
-	c, ok := v.jobs[keyHash(key)]
-	return c, ok
 }
 
 // others reports whether the view has a replica besides this one.
@@ -231,12 +207,11 @@ func (v *fleetView) choose(key string, ms int64) choice {
 	if v == nil {
 		return choice{}
 	}
-	h := keyHash(key)
-	c, ok := v.jobs[h]
+	c, ok := v.jobs[key]
 	if !ok {
 		return choice{}
 	}
-	first, second := rank(c.seeds, h, ms)
+	first, second := rank(c.seeds, fnv1a(fnvOffset, key), ms)
 	ch := choice{role: roleOther, c: c, first: first}
 	switch c.self {
 	case first:

@@ -407,23 +407,3 @@ func TestScheduler_Prefer_BackupSkipsAnOccurrenceThatFoundTheJobRunning(t *testi
 		assert.Equal(t, 2, skipped, "4s's first choice and backup both skipped it (as locked, or running there)")
 	})
 }
-
-// TestFleetView_KeysWithOneHashAreLeftOut: two keys of a replica whose
-// hashes are equal would share an entry, and one would be ranked with the
-// other's candidates: both are left out of the view (they race), however
-// many more come.
-func TestFleetView_KeysWithOneHashAreLeftOut(t *testing.T) {
-	v := &fleetView{jobs: map[uint64]*candidates{}}
-	collided := map[uint64]bool{}
-	a, b, c := &candidates{ids: []string{"a"}}, &candidates{ids: []string{"b"}}, &candidates{ids: []string{"c"}}
-	v.put(1, a, collided)
-	v.put(2, b, collided)
-	require.Same(t, a, v.jobs[1])
-	v.put(1, b, collided)
-	_, ok := v.jobs[1]
-	assert.False(t, ok, "a hash two keys share is left out")
-	v.put(1, c, collided)
-	_, ok = v.jobs[1]
-	assert.False(t, ok, "and stays out when a third key has it")
-	assert.Same(t, b, v.jobs[2], "the other keys stay")
-}
