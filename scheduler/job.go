@@ -390,6 +390,9 @@ func (j *job) claimed(as *acts, in input) {
 	st := &j.st
 	f := in.f
 	st.claiming = false
+	if cancel := st.cancelWait(); cancel != nil {
+		cancel() // the wait answered: its context, a child of claimCtx until cancelled, goes with it
+	}
 	st.setCancelWait(nil)
 	switch {
 	case in.err == nil && (st.reg == nil || st.stopping):

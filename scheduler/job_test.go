@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -90,4 +91,24 @@ func TestJob_Transition_CatchUp(t *testing.T) {
 	only(t, j.decide(claimedAt(j, 5000)))
 	a := only(t, j.decide(fireAt(6000)))
 	assert.Equal(t, actNote, a.kind, "the catch-up did not reset the gocron dedup")
+}
+
+// A claim that waits for the job's lease elsewhere (OverlapBufferOne)
+// waits under a context of its own; once the wait has answered, that
+// context is cancelled, so that it does not stay among claimCtx's
+// children until Shutdown (one per wait, for as long as the replica runs).
+func TestJob_Transition_ABufferOneWaitEndsItsContext(t *testing.T) {
+	j := testJob(t, 0, 0)
+	j.st.reg.overlap = OverlapBufferOne
+	require.Equal(t, actClaim, only(t, j.decide(fireAt(1000))).kind)
+	wait := only(t, j.decide(input{kind: inClaimed, f: firing{ms: 1000, reg: j.st.reg}, err: &lease.LockedError{}}))
+	require.Equal(t, actWait, wait.kind)
+	require.NotNil(t, wait.ctx)
+	require.NoError(t, wait.ctx.Err(), "the wait goes on")
+
+	f := wait.f
+	require.True(t, f.waited)
+	j.decide(input{kind: inClaimed, f: f, err: &lease.LockedError{}}) // the wait answered: still locked
+	assert.False(t, j.busy())
+	assert.ErrorIs(t, wait.ctx.Err(), context.Canceled, "the wait's context ended with its answer")
 }

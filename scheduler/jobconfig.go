@@ -7,16 +7,21 @@ import "github.com/cronguard/cronguard/lease"
 // options: their jobConfig is kept once, not once per job.
 
 // maxSharedConfigs caps how many distinct jobConfigs a Scheduler keeps to
-// share. Options that hold a pointer (WithRetry, WithConcurrencyLimit)
-// make a jobConfig of their own at each Register, so a replica that
-// registers such jobs again and again would otherwise grow the map
-// without end; past the cap, a job keeps its own copy.
+// share: the map is never emptied, and a replica that registers jobs with
+// ever new options (an owner label per job, say) would otherwise grow it
+// without end. Past the cap, a job keeps its own copy.
 const maxSharedConfigs = 256
 
 // shareConfig returns the jobConfig kept for the options equal to c,
-// keeping c if none is, while fewer than maxSharedConfigs are kept. s.mu
+// keeping c if none is, while fewer than maxSharedConfigs are kept. A
+// jobConfig that holds a pointer (WithRetry, WithConcurrencyLimit) is not
+// kept: each Register makes a new one, so it would never be shared, and
+// it would keep what it points to alive after its job is removed. s.mu
 // must be held.
 func (s *Scheduler) shareConfig(c *jobConfig) *jobConfig {
+	if c.retry != nil || c.limitSpec != nil {
+		return c
+	}
 	if kept, ok := s.configs[*c]; ok {
 		return kept
 	}

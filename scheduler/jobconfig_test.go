@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -83,4 +84,56 @@ func TestScheduler_Run_OwnerIsTheReplicaAndTheJobByDefault(t *testing.T) {
 		assert.ElementsMatch(t, []string{"plain=replica-7/plain", "named=billing"}, got)
 		shutdown(t, s)
 	})
+}
+
+// TestScheduler_Run_OwnerFollowsTheNameRegisteredAgain: a job removed
+// while its run goes, and registered again under another spelling of its
+// name (the same NFC form, so the same job), takes its default owner from
+// the name it was registered with again.
+func TestScheduler_Run_OwnerFollowsTheNameRegisteredAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(t, newMemoryStore(t, nil), WithInstanceID("r"))
+		owners := make(chan string, 4)
+		release := make(chan struct{})
+		first := func(ctx context.Context) error {
+			r, _ := RunFromContext(ctx)
+			owners <- r.Owner
+			<-release
+			return nil
+		}
+		second := func(ctx context.Context) error {
+			r, _ := RunFromContext(ctx)
+			owners <- r.Owner
+			return nil
+		}
+		decomposed, composed := "Cafe\u0301", "Caf\u00e9"
+		require.NoError(t, s.Register(decomposed, Every(time.Hour), first))
+		require.NoError(t, s.Start())
+		assert.Equal(t, "r/"+decomposed, <-owners)
+		require.NoError(t, s.Remove(decomposed)) // its run goes on
+		require.NoError(t, s.Register(composed, Every(time.Hour), second))
+		close(release)
+		assert.Equal(t, "r/"+composed, <-owners, "the next run, an hour later")
+		shutdown(t, s)
+	})
+}
+
+// TestScheduler_Register_OptionsWithPointersAreNotKept: options that
+// hold a pointer (WithRetry, WithConcurrencyLimit) are new at each
+// Register and never shared, so the Scheduler does not keep them.
+func TestScheduler_Register_OptionsWithPointersAreNotKept(t *testing.T) {
+	s := newScheduler(t, newMemoryStore(t, nil))
+	nop := func(context.Context) error { return nil }
+	for i := range 3 {
+		require.NoError(t, s.Register(fmt.Sprintf("retried%d", i), Every(time.Hour), nop, WithRetry(3, backoff.NewConstantBackOff(time.Second))))
+		require.NoError(t, s.Register(fmt.Sprintf("limited%d", i), Every(time.Hour), nop, WithConcurrencyLimit("l", 2)))
+	}
+	s.mu.Lock()
+	kept := len(s.configs)
+	s.mu.Unlock()
+	assert.Zero(t, kept)
+	_, reg := registrationOf(t, s, "retried2")
+	assert.NotNil(t, reg.retry)
+	_, reg = registrationOf(t, s, "limited1")
+	assert.NotNil(t, reg.limitSpec)
 }

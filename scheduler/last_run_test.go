@@ -23,6 +23,10 @@ func TestLastRun_GivesBackWhatWasRecorded(t *testing.T) {
 		{Occurrence: occ, Started: time.UnixMilli(1774751400456), Outcome: "succeeded", Trigger: "t-2"},
 		{Occurrence: occ, Started: time.UnixMilli(1774751400789), Outcome: "failed", Error: "timeout"},
 		{}, // zero times: UnixNano is undefined for them
+		// Far from now: a zero start a claim ahead waited from (a store
+		// that gave no time), and a start past 2262.
+		{Occurrence: occ, Started: time.Time{}.Add(250 * time.Millisecond), Outcome: "succeeded"},
+		{Occurrence: time.Date(2300, 1, 1, 0, 0, 0, 5, time.UTC).In(paris), Started: time.Date(2300, 1, 1, 0, 0, 1, 0, time.UTC), Outcome: "succeeded"},
 	} {
 		l.set(ri)
 		got := l.info(paris)

@@ -148,3 +148,21 @@ func (a atSchedule) compile(_ *time.Location, now time.Time) (plan, error) {
 	}
 	return &atPlan{t: time.UnixMilli(a.t.UnixMilli())}, nil
 }
+
+// sameSchedule reports whether a and b are equal schedules of this
+// package's kinds. It compares only those: a value of another type that
+// embeds a Schedule may hold what == cannot compare.
+func sameSchedule(a, b Schedule) bool {
+	switch a := a.(type) {
+	case everySchedule:
+		b, ok := b.(everySchedule)
+		return ok && a == b
+	case cronSchedule:
+		b, ok := b.(cronSchedule)
+		return ok && a == b
+	case atSchedule:
+		b, ok := b.(atSchedule)
+		return ok && a == b
+	}
+	return false
+}

@@ -195,13 +195,19 @@ func (s *Scheduler) add(name, key string, reg *registration) (j *job, started bo
 		}
 		reg.limit = sem
 	}
+	if j != nil && reg.owner == "" && j.name != name {
+		// Registered again, under another spelling of the name (one NFC
+		// form): the job keeps its first name, and ownerOf would build
+		// the owner from it; the owner is the name Register was given.
+		reg.owner = truncateUTF8(s.cfg.instanceID+"/"+name, lease.MaxOwnerLen) // reg's own jobConfig: not shared yet
+	}
 	reg.jobConfig = s.shareConfig(reg.jobConfig)
 	gk := reg.plan.groupKey()
 	g, grouped := s.groups[gk]
 	if grouped {
 		reg.plan = g.plan // equal plans (same group key): one per group, not per job
-		if reg.schedule == g.schedule {
-			reg.schedule = g.schedule // so is an equal schedule (every Schedule is comparable)
+		if sameSchedule(reg.schedule, g.schedule) {
+			reg.schedule = g.schedule // so is an equal schedule
 		}
 	} else {
 		g = &group{key: gk, plan: reg.plan, schedule: reg.schedule, lead: s.leadOf(reg.plan)}
