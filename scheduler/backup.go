@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -119,7 +118,7 @@ func (q *backupQueue) put(bt backupTask) {
 		bt.t.job.deliver(input{kind: inClaimed, f: bt.t.f, err: errClaimStopped})
 		return
 	}
-	heap.Push(&q.items, bt)
+	q.items.push(bt)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -138,24 +137,65 @@ func (q *backupQueue) take(now time.Time, buf []backupTask) (due []backupTask, n
 			next = it.due.Sub(now)
 			break
 		}
-		buf = append(buf, heap.Pop(&q.items).(backupTask))
+		buf = append(buf, q.items.pop())
+	}
+	if len(q.items) == 0 && cap(q.items) > keptQueueCap {
+		q.items = nil // a large firing's capacity is not kept
 	}
 	return buf, next, q.closed
 }
 
-// backupHeap orders backup tasks by due time (container/heap).
+// backupHeap orders backup tasks by due time: a binary heap, as
+// container/heap keeps one, without its interface, which boxed every task
+// pushed and popped (two allocations per backup claim).
 type backupHeap []backupTask
 
-func (h backupHeap) Len() int           { return len(h) }
-func (h backupHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h backupHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *backupHeap) Push(x any)        { *h = append(*h, x.(backupTask)) }
-func (h *backupHeap) Pop() any {
+// push adds bt.
+func (h *backupHeap) push(bt backupTask) {
+	*h = append(*h, bt)
+	h.up(len(*h) - 1)
+}
+
+// pop removes and returns the task due first; h must not be empty.
+func (h *backupHeap) pop() backupTask {
 	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = backupTask{}
-	*h = old[:len(old)-1]
-	return it
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	h.down(0, n)
+	bt := old[n]
+	old[n] = backupTask{}
+	*h = old[:n]
+	return bt
+}
+
+func (h backupHeap) less(i, j int) bool { return h[i].due.Before(h[j].due) }
+
+func (h backupHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2 // parent
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h backupHeap) down(i, n int) {
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r // the earlier child
+		}
+		if !h.less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // close makes add answer errClaimStopped and the pass drain what waits.
@@ -193,6 +233,9 @@ func (s *Scheduler) backupPass() {
 			return
 		}
 		buf = due
+		if cap(buf) > keptQueueCap {
+			buf = nil // a large firing's capacity is not kept
+		}
 		if next == 0 {
 			<-q.wake
 			continue

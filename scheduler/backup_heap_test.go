@@ -1,0 +1,68 @@
+package scheduler
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBackupHeap_PopsInOrderOfDue: tasks pushed in any order, some due at
+// once, come out in order of their due time, interleaved pushes and pops
+// included.
+func TestBackupHeap_PopsInOrderOfDue(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for round := range 200 {
+		var h backupHeap
+		var want []time.Time
+		n := r.IntN(64)
+		for range n {
+			due := base.Add(time.Duration(r.IntN(20)) * time.Millisecond)
+			h.push(backupTask{due: due})
+			want = append(want, due)
+			if r.IntN(4) == 0 && len(h) > 0 { // a pop between pushes takes the earliest so far
+				got := h.pop()
+				first := slices.MinFunc(want, func(a, b time.Time) int { return a.Compare(b) })
+				require.True(t, got.due.Equal(first), "round %d: popped %s, earliest %s", round, got.due, first)
+				want = slices.Delete(want, slices.IndexFunc(want, first.Equal), slices.IndexFunc(want, first.Equal)+1)
+			}
+		}
+		slices.SortFunc(want, func(a, b time.Time) int { return a.Compare(b) })
+		for i, w := range want {
+			require.NotEmpty(t, h, "round %d: %d of %d popped", round, i, len(want))
+			assert.True(t, h.pop().due.Equal(w), "round %d, pop %d", round, i)
+		}
+		assert.Empty(t, h)
+	}
+}
+
+// TestQueues_DoNotKeepALargeFiringsCapacity: once drained, the claim and
+// backup queues keep at most keptQueueCap tasks' capacity.
+func TestQueues_DoNotKeepALargeFiringsCapacity(t *testing.T) {
+	q := newClaimQueue()
+	for range 3 * keptQueueCap {
+		require.True(t, q.push(claimTask{}))
+	}
+	for {
+		ts, ok := q.popBatch(nil, 100, 1000)
+		require.True(t, ok)
+		q.done(len(ts))
+		if q.head == 0 && len(q.items) == 0 {
+			break
+		}
+	}
+	assert.LessOrEqual(t, cap(q.items), keptQueueCap, "claim queue")
+
+	b := newBackupQueue()
+	now := time.Now()
+	for range 3 * keptQueueCap {
+		b.items.push(backupTask{due: now})
+	}
+	due, _, _ := b.take(now, nil)
+	require.Len(t, due, 3*keptQueueCap)
+	assert.LessOrEqual(t, cap(b.items), keptQueueCap, "backup queue")
+}
