@@ -139,6 +139,10 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 			occ = time.UnixMilli(l.Round).In(s.cfg.location)
 		}
 	}
+	owner := l.Owner // what the claim sent: the stores give it back
+	if owner == "" {
+		owner = s.ownerOf(j, f.reg)
+	}
 	r := &run{
 		job:   j,
 		reg:   f.reg,
@@ -146,7 +150,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 		early: f.early,
 		lease: l,
 		done:  make(chan struct{}),
-		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: s.ownerOf(j, f.reg),
+		info: Run{Job: j.name, Occurrence: occ, Fence: l.Fence, LeaseID: l.ID, Owner: owner,
 			Replica: s.cfg.instanceID, CatchUp: f.kind == firedByCatchUp, Trigger: l.Trigger, Attempt: max(l.Attempt, 1)},
 		attempts: l.Attempts, // as the store recorded them with the first attempt
 		shortID:  lease.ShortID(l.ID),
