@@ -170,7 +170,9 @@ type Store interface {
 	// PublishReplica writes r's entry, living ttl unless refreshed, and
 	// checks its jobs against the fleet's: it returns the conflicts with
 	// other live replicas. Call it when r's jobs change; RefreshReplica
-	// otherwise.
+	// otherwise. When some other entries cannot be read, r's entry is
+	// still written, and the conflicts with the readable ones come with a
+	// *UnreadableError.
 	PublishReplica(ctx context.Context, r Replica, ttl time.Duration) ([]Conflict, error)
 	// RefreshReplica keeps the entry of replica id alive for ttl more and
 	// returns the fleet's generation, a number that changes whenever any
@@ -183,9 +185,12 @@ type Store interface {
 	DropReplica(ctx context.Context, id string) error
 	// Replicas returns the live replicas' entries, by ID. Replicas with
 	// the same jobs may share one Jobs slice (lease/redislease stores one
-	// job list for them): callers read it and do not modify it.
+	// job list for them): callers read it and do not modify it. Entries
+	// that cannot be read are left out, and the others come with a
+	// *UnreadableError that names them.
 	Replicas(ctx context.Context) ([]Replica, error)
-	// Conflicts returns the conflicts among live replicas.
+	// Conflicts returns the conflicts among live replicas (among the
+	// readable ones, with a *UnreadableError, as Replicas).
 	Conflicts(ctx context.Context) ([]Conflict, error)
 
 	// ReleaseWithStatus releases l as lease.Release does and, if it was

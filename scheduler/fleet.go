@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +62,11 @@ type controlPlane struct {
 	offset         time.Duration
 	offsetMeasured bool
 	offsetSent     bool
+
+	// unreadable names the replicas whose registry entries the last read
+	// could not decode (fleet.UnreadableError), warned about once while
+	// the same set lasts. Only the control loop reads and writes it.
+	unreadable string
 
 	mu       sync.Mutex
 	reported map[string]bool // the conflicts reported and not resolved since, by ID
@@ -355,7 +362,7 @@ func (cp *controlPlane) publish() bool {
 	ctx, cancel := cp.opContext()
 	defer cancel()
 	conflicts, err := cp.store.PublishReplica(ctx, r, cp.entryTTL())
-	if err != nil {
+	if !cp.readable(err) {
 		cp.s.log.Warn("could not publish this replica to the registry; trying again at the next refresh", slog.Any("error", err))
 		return false
 	}
@@ -385,7 +392,7 @@ func (cp *controlPlane) readFleet() bool {
 	ctx, cancel := cp.opContext()
 	defer cancel()
 	all, err := cp.store.Replicas(ctx)
-	if err != nil {
+	if !cp.readable(err) {
 		cp.s.log.Warn("could not read the registry", slog.Any("error", err))
 		return false
 	}
@@ -399,6 +406,28 @@ func (cp *controlPlane) readFleet() bool {
 	}
 	cp.s.view.Store(newFleetView(self, all, mine))
 	cp.lastRead = cp.s.cfg.clock.Now()
+	return true
+}
+
+// readable reports whether a registry call that returned err answered
+// with what it could read: err is nil, or a *fleet.UnreadableError, whose
+// entries are left out of this replica's view (it chooses among the
+// others; the rounds keep an occurrence to one run whatever the views).
+// The unreadable entries are warned about once while the same set lasts.
+func (cp *controlPlane) readable(err error) bool {
+	var u *fleet.UnreadableError
+	switch {
+	case err == nil:
+		cp.unreadable = ""
+		return true
+	case !errors.As(err, &u):
+		return false
+	}
+	if ids := strings.Join(u.Replicas, ","); ids != cp.unreadable {
+		cp.unreadable = ids
+		cp.s.log.Warn("registry entries this replica cannot read are left out of its view of the fleet",
+			slog.Int("replicas", len(u.Replicas)), slog.Any("error", err))
+	}
 	return true
 }
 

@@ -150,6 +150,19 @@ func (r *logRecorder) has(level, msg string) bool {
 	return slices.Contains(r.lines, level+" "+msg)
 }
 
+// count returns how many lines of level with msg were logged.
+func (r *logRecorder) count(level, msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, l := range r.lines {
+		if l == level+" "+msg {
+			n++
+		}
+	}
+	return n
+}
+
 type recordingHandler struct{ r *logRecorder }
 
 func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }

@@ -3,7 +3,9 @@ package redislease
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -91,6 +93,8 @@ func (p *publishedLists) get(id string) string {
 
 // PublishReplica writes r's registry entry, living ttl unless refreshed,
 // and returns r's conflicts with the other live replicas. See fleet.Store.
+// When other entries cannot be read, the entry is written and the
+// conflicts with the readable ones come with a *fleet.UnreadableError.
 // The entry names r's job list, which is stored once for every replica
 // that has the same jobs (registry_entry.go); a read returns them in the
 // order of their keys.
@@ -122,10 +126,17 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 	}
 	s.lists.set(r.ID, digest)
 	all, err := s.Replicas(ctx)
-	if err != nil {
+	if err != nil && !isUnreadable(err) {
 		return nil, err
 	}
-	return fleet.Involving(fleet.FindConflicts(all), r.ID), nil
+	return fleet.Involving(fleet.FindConflicts(all), r.ID), err
+}
+
+// isUnreadable reports whether err is a *fleet.UnreadableError: the read
+// returned the entries it could read.
+func isUnreadable(err error) bool {
+	var u *fleet.UnreadableError
+	return errors.As(err, &u)
 }
 
 // RefreshReplica keeps replica id's entry alive for ttl more, and the job
@@ -182,7 +193,9 @@ func (s *Store) DropReplica(ctx context.Context, id string) error {
 
 // Replicas returns the live replicas' entries, sorted by ID. Replicas
 // that name the same job list share one Jobs slice: read it, do not
-// modify it.
+// modify it. An entry that cannot be decoded, or that names a job list
+// that cannot, is left out, and the others come with a
+// *fleet.UnreadableError that names it (lease.ErrInternal).
 func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 	const op = "replicas"
 	fk := fleetKeysFor(s.prefix)
@@ -218,6 +231,7 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 		return nil, wrapErr(ctx, op, "", err)
 	}
 	var out []fleet.Replica
+	var bad unreadable
 	named := map[string][]int{} // digest -> the replicas (indexes into out) whose entry names it
 	for i, v := range vals {
 		raw, err := v.ToString()
@@ -226,7 +240,12 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 		}
 		rec, jobs, err := decodeEntry(raw)
 		if err != nil {
-			return nil, internalErr(op, "", fmt.Errorf("%w: the entry of replica %q is not JSON", lease.ErrInternal, ids[i]))
+			bad.add(ids[i], internalErr(op, "", fmt.Errorf("%w: the entry of replica %q is not JSON", lease.ErrInternal, ids[i])))
+			continue
+		}
+		if rec.JobList != "" && !isJobListDigest(rec.JobList) {
+			bad.add(ids[i], internalErr(op, "", fmt.Errorf("%w: the entry of replica %q names a job list that is not a digest", lease.ErrInternal, ids[i])))
+			continue
 		}
 		r := fleet.Replica{ID: rec.ID, Version: rec.Version, Started: time.UnixMilli(rec.StartedAt),
 			Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, Expires: expires[ids[i]],
@@ -235,28 +254,50 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 			r.Jobs = jobs
 		}
 		if rec.JobList != "" {
-			if !isJobListDigest(rec.JobList) {
-				return nil, internalErr(op, "", fmt.Errorf("%w: the entry of replica %q names a job list that is not a digest", lease.ErrInternal, ids[i]))
-			}
 			named[rec.JobList] = append(named[rec.JobList], len(out))
 		}
 		out = append(out, r)
 	}
 	if len(named) > 0 {
-		if out, err = s.readJobLists(ctx, op, out, named); err != nil {
+		if out, err = s.readJobLists(ctx, op, out, named, &bad); err != nil {
 			return nil, err
 		}
 	}
 	slices.SortFunc(out, func(a, b fleet.Replica) int { return cmpString(a.ID, b.ID) })
-	return out, nil
+	return out, bad.err()
+}
+
+// unreadable gathers the registry entries a read could not decode, for a
+// fleet.UnreadableError.
+type unreadable struct {
+	errs map[string]error // replica ID -> why its entry could not be read
+}
+
+func (u *unreadable) add(id string, err error) {
+	if u.errs == nil {
+		u.errs = make(map[string]error)
+	}
+	u.errs[id] = err
+}
+
+// err returns nil when every entry was read, and otherwise a
+// *fleet.UnreadableError naming the replicas in order, with the first's
+// error.
+func (u *unreadable) err() error {
+	if len(u.errs) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(u.errs))
+	return &fleet.UnreadableError{Replicas: ids, Err: u.errs[ids[0]]}
 }
 
 // readJobLists reads each job list that named's replicas name, with one
 // MGET, decodes each once and gives its jobs to every replica that names
 // it: those replicas share one slice, which callers only read. A replica
 // whose list is missing (it lapsed; its replica publishes it again at its
-// next refresh) is left out, as an entry that lapsed between the reads is.
-func (s *Store) readJobLists(ctx context.Context, op string, out []fleet.Replica, named map[string][]int) ([]fleet.Replica, error) {
+// next refresh) is left out, as an entry that lapsed between the reads is;
+// one whose list cannot be decoded is left out and added to bad.
+func (s *Store) readJobLists(ctx context.Context, op string, out []fleet.Replica, named map[string][]int, bad *unreadable) ([]fleet.Replica, error) {
 	fk := fleetKeysFor(s.prefix)
 	digests := make([]string, 0, len(named))
 	keys := make([]string, 0, len(named))
@@ -271,21 +312,28 @@ func (s *Store) readJobLists(ctx context.Context, op string, out []fleet.Replica
 	if len(vals) != len(keys) {
 		return nil, internalErr(op, "", fmt.Errorf("%w: %d job lists for %d keys", errBadReply, len(vals), len(keys)))
 	}
-	var missing []bool // by index into out: its list is missing
+	var missing []bool // by index into out: its list is missing or unreadable
+	leave := func(k int) {
+		if missing == nil {
+			missing = make([]bool, len(out))
+		}
+		for _, i := range named[digests[k]] {
+			missing[i] = true
+		}
+	}
 	for k, v := range vals {
 		raw, err := v.ToString()
 		if err != nil {
-			if missing == nil {
-				missing = make([]bool, len(out))
-			}
-			for _, i := range named[digests[k]] {
-				missing[i] = true
-			}
+			leave(k)
 			continue
 		}
 		jobs, err := decodeJobs(raw)
 		if err != nil {
-			return nil, internalErr(op, "", fmt.Errorf("%w: job list %q is not JSON", lease.ErrInternal, digests[k]))
+			leave(k)
+			for _, i := range named[digests[k]] {
+				bad.add(out[i].ID, internalErr(op, "", fmt.Errorf("%w: job list %q of replica %q is not JSON", lease.ErrInternal, digests[k], out[i].ID)))
+			}
+			continue
 		}
 		if len(jobs) == 0 {
 			jobs = nil
@@ -307,13 +355,14 @@ func (s *Store) readJobLists(ctx context.Context, op string, out []fleet.Replica
 	return out, nil
 }
 
-// Conflicts returns the conflicts among live replicas.
+// Conflicts returns the conflicts among live replicas; among the readable
+// ones, with a *fleet.UnreadableError, when some entries cannot be read.
 func (s *Store) Conflicts(ctx context.Context) ([]fleet.Conflict, error) {
 	all, err := s.Replicas(ctx)
-	if err != nil {
+	if err != nil && !isUnreadable(err) {
 		return nil, err
 	}
-	return fleet.FindConflicts(all), nil
+	return fleet.FindConflicts(all), err
 }
 
 func cmpString(a, b string) int {

@@ -273,22 +273,27 @@ func TestStore_Registry_ReadsEntriesOfEarlierVersions(t *testing.T) {
 	assert.Equal(t, registryJobs(1), all[1].Jobs, "the inline jobs of an earlier version's entry")
 }
 
-// TestStore_Registry_AStrangeJobListIsAnError: an entry that names a list
-// by something that is not a digest, or whose list is not JSON, fails the
-// read with lease.ErrInternal naming the replica or the list, without a
-// panic or a read of some other key.
-func TestStore_Registry_AStrangeJobListIsAnError(t *testing.T) {
+// TestStore_Registry_AStrangeEntryIsLeftOut: an entry that is not JSON,
+// that names a list by something that is not a digest, or whose list is
+// not JSON, is left out of the read without a panic or a read of some
+// other key: the other replicas come back, with a *fleet.UnreadableError
+// (lease.ErrInternal) naming the strange one. A publish beside it writes
+// its entry and reports its conflicts with the readable ones.
+func TestStore_Registry_AStrangeEntryIsLeftOut(t *testing.T) {
 	srv := startServer(t)
 	ctx := t.Context()
 	for name, tc := range map[string]struct{ entry, list, want string }{
+		"not JSON": {entry: `[1,2`, want: `the entry of replica "r1" is not JSON`},
 		"not a digest": {entry: `{"id":"r1","version":"v","startedAt":1,"refreshMs":1000,"jobs":null,"jobList":"../replica:r2"}`,
 			want: `replica "r1" names a job list that is not a digest`},
-		"not JSON": {entry: `{"id":"r1","version":"v","startedAt":1,"refreshMs":1000,"jobs":null,"jobList":"q0Jx1cM2Zb3vU8aWq0Jx1c"}`,
-			list: `[{"name":`, want: `job list "q0Jx1cM2Zb3vU8aWq0Jx1c" is not JSON`},
+		"a list not JSON": {entry: `{"id":"r1","version":"v","startedAt":1,"refreshMs":1000,"jobs":null,"jobList":"q0Jx1cM2Zb3vU8aWq0Jx1c"}`,
+			list: `[{"name":`, want: `job list "q0Jx1cM2Zb3vU8aWq0Jx1c" of replica "r1" is not JSON`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := srv.store(t)
 			fk := fleetKeysFor(st.prefix)
+			_, err := st.PublishReplica(ctx, registryReplica("r0", registryJobs(2)), time.Minute)
+			require.NoError(t, err)
 			cmds := rueidis.Commands{
 				srv.client.B().Set().Key(fk.entry + "r1").Value(tc.entry).Px(time.Minute).Build(),
 				srv.client.B().Zadd().Key(fk.replicas).ScoreMember().ScoreMember(float64(time.Now().Add(time.Minute).UnixMilli()), "r1").Build(),
@@ -299,9 +304,29 @@ func TestStore_Registry_AStrangeJobListIsAnError(t *testing.T) {
 			for _, r := range srv.client.DoMulti(ctx, cmds...) {
 				require.NoError(t, r.Error())
 			}
-			_, err := st.Replicas(ctx)
+
+			all, err := st.Replicas(ctx)
 			require.ErrorIs(t, err, lease.ErrInternal)
 			assert.Contains(t, err.Error(), tc.want)
+			var unreadable *fleet.UnreadableError
+			require.ErrorAs(t, err, &unreadable)
+			assert.Equal(t, []string{"r1"}, unreadable.Replicas)
+			require.Len(t, all, 1, "the readable replica is returned")
+			assert.Equal(t, "r0", all[0].ID)
+			assert.Equal(t, registryJobs(2), all[0].Jobs)
+
+			other := registryJobs(2)
+			other[0].Fingerprint = "AAAAAAAAAAAAAAAA"
+			conflicts, err := st.PublishReplica(ctx, registryReplica("r2", other), time.Minute)
+			require.ErrorAs(t, err, &unreadable)
+			require.Len(t, conflicts, 1, "r2's conflict with r0 is reported beside the unreadable entry")
+			assert.Equal(t, [2]string{"r0", "r2"}, conflicts[0].Replicas)
+			all, err = st.Replicas(ctx)
+			require.ErrorAs(t, err, &unreadable)
+			assert.Len(t, all, 2, "r2's entry was written")
+			conflicts, err = st.Conflicts(ctx)
+			require.ErrorAs(t, err, &unreadable)
+			assert.Len(t, conflicts, 1)
 		})
 	}
 }
