@@ -104,7 +104,10 @@
 //     the heartbeat, report the outcome (succeeded, failed, panicked,
 //     timed_out), and release the lease with a fresh context bounded by
 //     min(ttl, MaxCleanup), retrying transient errors within that bound —
-//     never with the cancelled run context. Then the job's owner decides
+//     never with the cancelled run context. A release with status that
+//     ends while this replica's claims are queued or in flight waits for
+//     them to be answered first, up to 250ms and half the time to the
+//     job's next claim (release_hold.go). Then the job's owner decides
 //     what comes next: an occurrence that waited for the run
 //     (OverlapBufferOne), a catch-up of occurrences the run outlived, a
 //     trigger that waited for it.

@@ -288,7 +288,7 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 		}
 		if s.releases != nil {
 			deadline := time.Now().Add(bound) // as context.WithTimeout's
-			if a, ok := s.releases.release(r.lease, *st, deadline); ok {
+			if a, ok := s.releases.release(r.lease, *st, deadline, s.releaseHold(r, deadline)); ok {
 				if a.err == nil {
 					r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
 					return true, a.triggers

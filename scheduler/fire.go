@@ -255,12 +255,41 @@ type claimQueue struct {
 	head     int
 	inflight int // tasks taken by popBatch and not yet done
 	closed   bool
+	// idleC is closed while no task is queued or in flight, and replaced
+	// by an open channel when a task comes: releases wait on it for the
+	// claims to be answered first (release_hold.go).
+	idleC chan struct{}
 }
 
 func newClaimQueue() *claimQueue {
-	q := &claimQueue{}
+	q := &claimQueue{idleC: make(chan struct{})}
+	close(q.idleC)
 	q.cond.L = &q.mu
 	return q
+}
+
+// settle closes or replaces idleC after a change of the queue: closed
+// when no task is queued or in flight, open otherwise. q.mu is held.
+func (q *claimQueue) settle() {
+	idle := q.head == len(q.items) && q.inflight == 0
+	select {
+	case <-q.idleC:
+		if !idle {
+			q.idleC = make(chan struct{})
+		}
+	default:
+		if idle {
+			close(q.idleC)
+		}
+	}
+}
+
+// idle returns a channel that is closed once no claim is queued or in
+// flight (already closed if none is).
+func (q *claimQueue) idle() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.idleC
 }
 
 // push appends t; it reports false if the queue is closed.
@@ -271,6 +300,7 @@ func (q *claimQueue) push(t claimTask) bool {
 		return false
 	}
 	q.items = append(q.items, t)
+	q.settle()
 	q.mu.Unlock()
 	q.cond.Signal()
 	return true
@@ -293,6 +323,7 @@ func (q *claimQueue) pop() (t claimTask, ok bool) {
 	if q.head == len(q.items) {
 		q.drained()
 	}
+	q.settle() // a single claim is not counted in flight
 	return t, true
 }
 
@@ -346,6 +377,7 @@ func (q *claimQueue) drained() {
 func (q *claimQueue) done(n int) {
 	q.mu.Lock()
 	q.inflight -= n
+	q.settle()
 	q.mu.Unlock()
 	q.cond.Broadcast()
 }

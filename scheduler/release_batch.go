@@ -28,6 +28,7 @@ type releaseTask struct {
 	l        *lease.Lease
 	st       fleet.Status
 	deadline time.Time
+	hold     time.Time            // until when it may wait for the claims (release_hold.go); zero: it may not
 	answer   chan<- releaseAnswer // buffered: the batcher never waits for the run
 }
 
@@ -47,11 +48,16 @@ type releaseAnswer struct {
 // it in Shutdown, after the last run ended.
 type releaseBatcher struct {
 	store fleet.BatchReleaser
+	// claimsIdle, when set, gives a channel closed once this replica's
+	// claims are answered: a batch whose tasks may wait waits for it
+	// (release_hold.go).
+	claimsIdle func() <-chan struct{}
 
-	mu     sync.Mutex
-	cond   sync.Cond
-	items  []releaseTask
-	closed bool
+	mu      sync.Mutex
+	cond    sync.Cond
+	items   []releaseTask
+	closed  bool
+	closing chan struct{} // closed by close: a held batch goes at once
 
 	senders atomic.Int32  // goroutines that have not returned
 	done    chan struct{} // closed when the last has returned
@@ -65,12 +71,13 @@ func (s *Scheduler) startReleases() {
 	if !ok || s.control == nil {
 		return
 	}
-	s.releases = startReleaseBatcher(br, releaseSenders)
+	s.releases = startReleaseBatcher(br, releaseSenders, s.queue.idle)
 }
 
-// startReleaseBatcher starts a batcher with n senders.
-func startReleaseBatcher(store fleet.BatchReleaser, n int) *releaseBatcher {
-	b := &releaseBatcher{store: store, done: make(chan struct{})}
+// startReleaseBatcher starts a batcher with n senders; claimsIdle may be
+// nil (no batch waits).
+func startReleaseBatcher(store fleet.BatchReleaser, n int, claimsIdle func() <-chan struct{}) *releaseBatcher {
+	b := &releaseBatcher{store: store, claimsIdle: claimsIdle, closing: make(chan struct{}), done: make(chan struct{})}
 	b.cond.L = &b.mu
 	b.senders.Store(int32(n))
 	for range n {
@@ -95,16 +102,17 @@ func (s *Scheduler) stopReleases(ctx context.Context) {
 
 // release sends the release of l with st in the next batch and waits for
 // its answer: a batch's try ends at the earliest deadline among its
-// tasks. ok is false, without I/O, once the batcher is closed: the caller
-// releases on its own.
-func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline time.Time) (a releaseAnswer, ok bool) {
+// tasks, and it may wait for the claims until the earliest hold (zero:
+// not at all). ok is false, without I/O, once the batcher is closed: the
+// caller releases on its own.
+func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline, hold time.Time) (a releaseAnswer, ok bool) {
 	answer := make(chan releaseAnswer, 1)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return releaseAnswer{}, false
 	}
-	b.items = append(b.items, releaseTask{l: l, st: st, deadline: deadline, answer: answer})
+	b.items = append(b.items, releaseTask{l: l, st: st, deadline: deadline, hold: hold, answer: answer})
 	b.mu.Unlock()
 	b.cond.Signal()
 	return <-answer, true
@@ -114,7 +122,10 @@ func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline time.
 // ones and return (done).
 func (b *releaseBatcher) close() {
 	b.mu.Lock()
-	b.closed = true
+	if !b.closed {
+		b.closed = true
+		close(b.closing)
+	}
 	b.mu.Unlock()
 	b.cond.Broadcast()
 }
@@ -138,6 +149,7 @@ func (b *releaseBatcher) run() {
 		if !ok {
 			return
 		}
+		b.hold(ts)
 		n := len(ts)
 		deadline := ts[0].deadline
 		for i, t := range ts {

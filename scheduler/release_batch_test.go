@@ -203,13 +203,13 @@ func (g *gatedBatches) ReleaseWithStatusBatch(_ context.Context, ls []*lease.Lea
 func TestReleaseBatcher_Release_TakesWhatIsQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &gatedBatches{gate: make(chan struct{})}
-		b := startReleaseBatcher(store, 1)
+		b := startReleaseBatcher(store, 1, nil)
 		deadline := time.Now().Add(time.Second)
 		answers := make([]releaseAnswer, 4)
 		var wg sync.WaitGroup
 		release := func(i int) {
 			defer wg.Done()
-			a, ok := b.release(&lease.Lease{Key: fmt.Sprintf("k%d", i)}, fleet.Status{}, deadline)
+			a, ok := b.release(&lease.Lease{Key: fmt.Sprintf("k%d", i)}, fleet.Status{}, deadline, time.Time{})
 			assert.True(t, ok)
 			answers[i] = a
 		}
@@ -231,7 +231,7 @@ func TestReleaseBatcher_Release_TakesWhatIsQueued(t *testing.T) {
 		for i := 1; i < 4; i++ {
 			assert.NoError(t, answers[i].err)
 		}
-		_, ok := b.release(&lease.Lease{Key: "late"}, fleet.Status{}, deadline)
+		_, ok := b.release(&lease.Lease{Key: "late"}, fleet.Status{}, deadline, time.Time{})
 		assert.False(t, ok, "a closed batcher takes nothing")
 	})
 }

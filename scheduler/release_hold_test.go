@@ -1,0 +1,136 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
+)
+
+// The claim queue is idle while no claim is queued or in flight: its
+// channel closes when the last batch taken is done, not when it is taken.
+func TestClaimQueue_IdleOnceTheClaimsAreAnswered(t *testing.T) {
+	q := newClaimQueue()
+	closed := func() bool {
+		select {
+		case <-q.idle():
+			return true
+		default:
+			return false
+		}
+	}
+	require.True(t, closed(), "a new queue is idle")
+	require.True(t, q.push(claimTask{}))
+	require.True(t, q.push(claimTask{}))
+	assert.False(t, closed(), "claims queued")
+	ts, ok := q.popBatch(nil, 64, 256)
+	require.True(t, ok)
+	require.Len(t, ts, 2)
+	assert.False(t, closed(), "claims in flight")
+	idle := q.idle()
+	q.done(1)
+	assert.False(t, closed(), "one claim still in flight")
+	q.done(1)
+	assert.True(t, closed(), "every claim answered")
+	select {
+	case <-idle:
+	default:
+		t.Fatal("the channel taken while the claims were in flight did not close")
+	}
+	require.True(t, q.push(claimTask{}))
+	assert.False(t, closed(), "a new claim: busy again")
+}
+
+// releaseOne releases a lease named key through b, held until hold, and
+// reports when its batch went out.
+func releaseOne(t *testing.T, wg *sync.WaitGroup, b *releaseBatcher, key string, hold time.Time, sent *time.Time) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, ok := b.release(&lease.Lease{Key: key}, fleet.Status{}, time.Now().Add(5*time.Second), hold)
+		assert.True(t, ok)
+		*sent = time.Now()
+	}()
+}
+
+// A release that may wait goes when the claims are answered, or when its
+// hold passes if they are not, or when the batcher closes; one that may
+// not wait (a zero hold) goes at once, claims or not.
+func TestReleaseBatcher_Hold_WaitsForTheClaimsUpToItsHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedBatches{gate: make(chan struct{})}
+		close(store.gate)
+		claims := make(chan struct{}) // open: claims in flight
+		var mu sync.Mutex
+		b := startReleaseBatcher(store, 1, func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return claims })
+		var wg sync.WaitGroup
+		start := time.Now()
+
+		var atOnce time.Time
+		releaseOne(t, &wg, b, "at-once", time.Time{}, &atOnce)
+		wg.Wait()
+		assert.Equal(t, start, atOnce, "a zero hold goes at once")
+
+		var answered time.Time
+		releaseOne(t, &wg, b, "answered", start.Add(maxReleaseHold), &answered)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.True(t, answered.IsZero(), "held while the claims are in flight")
+		mu.Lock()
+		close(claims)
+		mu.Unlock()
+		wg.Wait()
+		assert.Equal(t, start.Add(100*time.Millisecond), answered, "sent when the claims were answered")
+
+		mu.Lock()
+		claims = make(chan struct{})
+		mu.Unlock()
+		var bounded time.Time
+		releaseOne(t, &wg, b, "bounded", time.Now().Add(maxReleaseHold), &bounded)
+		wg.Wait()
+		assert.Equal(t, start.Add(100*time.Millisecond+maxReleaseHold), bounded, "sent when its hold passed")
+
+		var closing time.Time
+		releaseOne(t, &wg, b, "closing", time.Now().Add(maxReleaseHold), &closing)
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		b.close()
+		wg.Wait()
+		<-b.done
+		assert.Equal(t, start.Add(110*time.Millisecond+maxReleaseHold), closing, "sent when the batcher closed")
+		assert.Equal(t, [][]string{{"at-once"}, {"answered"}, {"bounded"}, {"closing"}}, store.batches)
+	})
+}
+
+// A release waits for the claims only while some are queued or in flight,
+// at most maxReleaseHold, a quarter of its own time and half the time to
+// its job's next claim.
+func TestScheduler_ReleaseHold_IsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(t, newMemoryStore(t, nil))
+		noop := func(context.Context) error { return nil }
+		require.NoError(t, s.Register("minutely", Every(time.Minute), noop))
+		require.NoError(t, s.Register("tight", Every(time.Second), noop))
+		run := func(name string) *run { j := s.jobByKey("job:" + name); return &run{job: j, reg: j.registered()} }
+		time.Sleep(time.Minute - 100*time.Millisecond) // 100 ms before both jobs' next occurrence
+		now := time.Now()
+		far := now.Add(time.Minute)
+
+		assert.True(t, s.releaseHold(run("minutely"), far).IsZero(), "no claim waits: no hold")
+
+		require.True(t, s.queue.push(claimTask{}))
+		assert.Equal(t, now.Add(50*time.Millisecond), s.releaseHold(run("minutely"), far), "half the 100 ms to the next occurrence")
+		time.Sleep(700 * time.Millisecond) // the next occurrence of "tight" is 400 ms away, of "minutely" a minute
+		now = time.Now()
+		assert.Equal(t, now.Add(maxReleaseHold), s.releaseHold(run("minutely"), far), "at most maxReleaseHold")
+		assert.Equal(t, now.Add(200*time.Millisecond), s.releaseHold(run("tight"), far))
+		assert.Equal(t, now.Add(100*time.Millisecond), s.releaseHold(run("minutely"), now.Add(400*time.Millisecond)), "a quarter of its own time")
+	})
+}
