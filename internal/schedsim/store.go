@@ -171,6 +171,7 @@ var (
 	_ lease.SemaphoreStore = (*view)(nil)
 	_ lease.ClockedStore   = (*view)(nil)
 	_ lease.BatchAcquirer  = (*view)(nil)
+	_ fleet.BatchReleaser  = (*view)(nil)
 	_ lease.RoundReader    = (*view)(nil)
 )
 
@@ -289,6 +290,16 @@ func (v *view) ReleaseWithStatus(ctx context.Context, l *lease.Lease, st fleet.S
 		v.srv.rec.released(l.ID)
 	}
 	return n, err
+}
+
+// ReleaseWithStatusBatch implements fleet.BatchReleaser: the releases one
+// by one, each as ReleaseWithStatus makes it, so that the replicas' runs
+// end through the scheduler's release batcher (and its wait for the
+// claims in flight) as they do on lease/redislease.
+func (v *view) ReleaseWithStatusBatch(ctx context.Context, ls []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
+	for i, l := range ls {
+		triggers[i], errs[i] = v.ReleaseWithStatus(ctx, l, sts[i])
+	}
 }
 
 // ForceRelease implements fleet.Store, and records the release.
