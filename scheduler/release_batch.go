@@ -41,8 +41,9 @@ type releaseAnswer struct {
 // releaseBatcher sends the releases with status of the runs that end
 // together in one round trip (fleet.BatchReleaser): each of its
 // releaseSenders goroutines takes whatever is queued, up to
-// maxReleaseBatch, as soon as it is free (no timer waits for more), and
-// answers each run. A run waits for its answer on its own goroutine, so
+// maxReleaseBatch, as soon as it is free (no timer waits for more; a
+// batch taken while the replica's claims are out may wait for them,
+// release_hold.go), and answers each run. A run waits for its answer on its own goroutine, so
 // the order of its end's steps does not change, and makes any further try
 // itself (Scheduler.release). The Scheduler starts it in Start and stops
 // it in Shutdown, after the last run ended.
