@@ -386,8 +386,9 @@ func (cp *controlPlane) refreshEntry() (gen int64, found, ok bool) {
 
 // readFleet reads the registry's live replicas: it reports the fleet's
 // conflicts that involve this replica and replaces the view that chooses
-// a preferred replica per occurrence (prefer.go). It reports whether the
-// store answered; if not, the view stays as it was.
+// a preferred replica per occurrence (prefer.go), from the entries it
+// could read (see readable). It reports whether the store answered; if
+// not, the view stays as it was.
 func (cp *controlPlane) readFleet() bool {
 	ctx, cancel := cp.opContext()
 	defer cancel()
