@@ -65,4 +65,36 @@ func TestQueues_DoNotKeepALargeFiringsCapacity(t *testing.T) {
 	due, _, _ := b.take(now, nil)
 	require.Len(t, due, 3*keptQueueCap)
 	assert.LessOrEqual(t, cap(b.items), keptQueueCap, "backup queue")
+
+	r := &releaseBatcher{}
+	r.cond.L = &r.mu
+	for range 3 * keptQueueCap {
+		r.items = append(r.items, releaseTask{})
+	}
+	for taken := 0; taken < 3*keptQueueCap; {
+		ts, ok := r.pop(nil)
+		require.True(t, ok)
+		taken += len(ts)
+	}
+	assert.LessOrEqual(t, cap(r.items), keptQueueCap, "release queue")
+}
+
+// A release queue that never drains (a task comes for each one taken)
+// moves what is left to the front once half of it is taken: it does not
+// grow with the tasks that went through it.
+func TestReleaseBatcher_Pop_AQueueThatNeverDrainsStaysItsSize(t *testing.T) {
+	r := &releaseBatcher{}
+	r.cond.L = &r.mu
+	for range 1000 {
+		r.items = append(r.items, releaseTask{})
+	}
+	for range 1000 {
+		ts, ok := r.pop(nil)
+		require.True(t, ok)
+		for range ts {
+			r.items = append(r.items, releaseTask{})
+		}
+	}
+	assert.Equal(t, 1000, len(r.items)-r.head, "as many queued as at the start")
+	assert.LessOrEqual(t, len(r.items), 2000, "the tasks taken are not kept in front of them")
 }

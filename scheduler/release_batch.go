@@ -56,7 +56,8 @@ type releaseBatcher struct {
 
 	mu      sync.Mutex
 	cond    sync.Cond
-	items   []releaseTask
+	items   []releaseTask // queued from head on
+	head    int
 	closed  bool
 	closing chan struct{} // closed by close: a held batch goes at once
 
@@ -178,16 +179,33 @@ func (b *releaseBatcher) run() {
 func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(b.items) == 0 {
+	for b.head == len(b.items) {
 		if b.closed {
 			return buf, false
 		}
 		b.cond.Wait()
 	}
-	n := min(len(b.items), maxReleaseBatch)
-	buf = append(buf, b.items[:n]...)
-	rest := copy(b.items, b.items[n:])
-	clear(b.items[rest:])
-	b.items = b.items[:rest]
+	end := b.head + min(len(b.items)-b.head, maxReleaseBatch)
+	buf = append(buf, b.items[b.head:end]...)
+	clear(b.items[b.head:end])
+	b.head = end
+	switch {
+	case b.head == len(b.items):
+		// Drained. While the claims are out the releases of a large
+		// firing group queue up (release_hold.go): do not keep a capacity
+		// of thousands of tasks for as long as the replica runs.
+		b.head = 0
+		if cap(b.items) > keptQueueCap {
+			b.items = nil
+		} else {
+			b.items = b.items[:0]
+		}
+	case b.head >= len(b.items)/2:
+		// A queue that never drains moves its tasks to the front once half
+		// of it has been taken: each task is moved at most about once.
+		n := copy(b.items, b.items[b.head:])
+		clear(b.items[n:])
+		b.items, b.head = b.items[:n], 0
+	}
 	return buf, true
 }
