@@ -296,7 +296,10 @@ type BatchReleaser interface {
 // PendingTriggersBatch sets counts[i] to PendingTriggers(keys[i]); counts
 // must be as long as keys. The counts are read at one store time, not as
 // one snapshot. A key that is not valid fails the whole call with
-// lease.ErrInvalidArgument, before any I/O; a store error fails it too.
+// lease.ErrInvalidArgument, before any I/O; a store error fails it too. A
+// key whose trigger queue cannot be read (another type) counts 0 and is
+// named in a *lease.UnreadableKeysError, returned once every other key is
+// counted (see lease.UnreadKeys).
 type TriggerCounter interface {
 	PendingTriggersBatch(ctx context.Context, keys []string, counts []int) error
 }

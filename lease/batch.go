@@ -46,7 +46,10 @@ type BatchAcquirer interface {
 // be as long as keys. A round recorded is claimed: an Acquire WithRound of
 // it or of an earlier round answers ErrRoundClaimed. The reads are not one
 // snapshot: each key's is its own. A key that is not valid fails the whole
-// call with ErrInvalidArgument, before any I/O.
+// call with ErrInvalidArgument, before any I/O. A key whose record cannot
+// be read (another type, or not this store's form) answers zero and is
+// named in an *UnreadableKeysError, returned once every other key is read
+// (see UnreadKeys); any other error leaves no answer to trust.
 //
 // LastRuns sets spans[i] to the span of the last run recorded for keys[i]
 // (fleet.Store's ReleaseWithStatus: its start in the store's time, and its

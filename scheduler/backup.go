@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -295,18 +296,23 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 		err = rr.LastRounds(ctx, keys, rounds)
 		cancel()
 	}
+	// read(i): keys[i]'s round was read. A record the store cannot read
+	// leaves its task alone unknown (lease.UnreadableKeysError); any other
+	// error, every task. An unknown task is claimed, as without a reader:
+	// its acquire decides.
+	read := readKeys(err)
 	now := s.cfg.clock.Now()
 	// The first choices seen claiming, and the tasks put back to wait for
 	// them (by index into keys).
 	claiming := map[string]bool{}
 	waiting := map[int]bool{}
-	if err == nil {
+	{
 		i := 0
 		for _, bt := range bts {
 			if !roundChecked(bt.t.f) {
 				continue
 			}
-			if rounds[i] >= occs[i] && bt.first != "" {
+			if read(i) && rounds[i] >= occs[i] && bt.first != "" {
 				claiming[bt.first] = true
 			}
 			i++
@@ -320,13 +326,13 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 	// the grace. A catch-up is claimed: such occurrences are what it is
 	// for.
 	var open []int // indexes into keys
-	if err == nil {
+	{
 		i := 0
 		for _, bt := range bts {
 			if !roundChecked(bt.t.f) {
 				continue
 			}
-			if rounds[i] < occs[i] {
+			if read(i) && rounds[i] < occs[i] {
 				open = append(open, i)
 				if bt.t.f.kind == firedBySchedule && claiming[bt.first] && now.Before(bt.until) {
 					waiting[i] = true
@@ -350,10 +356,10 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 		}
 		spans := make([]lease.RunSpan, len(decide))
 		ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
-		rerr := rr.LastRuns(ctx, okeys, spans)
+		ran := readKeys(rr.LastRuns(ctx, okeys, spans))
 		cancel()
 		for n, i := range decide {
-			if rerr == nil && spans[n].Covers(time.UnixMilli(occs[i])) {
+			if ran(n) && spans[n].Covers(time.UnixMilli(occs[i])) {
 				running[i] = true
 			}
 		}
@@ -368,7 +374,7 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 		k := i
 		i++
 		switch {
-		case err == nil && rounds[k] >= t.f.ms:
+		case read(k) && rounds[k] >= t.f.ms:
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupClaimed})
 		case running[k] && t.f.kind == firedBySchedule: // a catch-up is for such occurrences
 			t.job.deliver(input{kind: inClaimed, f: t.f, err: errBackupLocked})
@@ -379,6 +385,17 @@ func (s *Scheduler) checkBackups(bts []backupTask) {
 			s.push(t)
 		}
 	}
+}
+
+// readKeys returns whether a read of many keys that returned err answered
+// key i: every key when err is nil, every key but those an
+// *lease.UnreadableKeysError names, and none on any other error.
+func readKeys(err error) func(i int) bool {
+	unread, rest := lease.UnreadKeys(err)
+	if !rest {
+		return func(int) bool { return false }
+	}
+	return func(i int) bool { return !slices.Contains(unread, i) }
 }
 
 // backupRecheck is how long a backup waits before it looks again at the

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 // The control plane (package fleet), when the lease store offers it: the
@@ -550,12 +551,19 @@ func (cp *controlPlane) lookForTriggers() {
 		ctx, cancel := cp.opContext()
 		err := tc.PendingTriggersBatch(ctx, keys, counts[:len(keys)])
 		cancel()
-		if err != nil {
+		unread, rest := lease.UnreadKeys(err)
+		if !rest {
 			// The store is failing: the other batches would wait out
 			// their timeouts too. A resubscription looks again; until
 			// then a trigger waits for its job's next run to end.
 			cp.s.log.Debug("could not look for waiting triggers; they run after the job's next run instead", slog.Any("error", err))
 			return
+		}
+		if len(unread) > 0 {
+			// Counted 0; the others are counted. Such a job cannot be
+			// triggered at all (the queue cannot take one).
+			cp.s.log.Warn("the trigger queues of some jobs hold another type than a list: they cannot be triggered until those keys are deleted",
+				slog.Any("jobs", namesAt(chunk, unread)), slog.Any("error", err))
 		}
 		for i, j := range chunk {
 			if counts[i] > 0 {
@@ -563,6 +571,18 @@ func (cp *controlPlane) lookForTriggers() {
 			}
 		}
 	}
+}
+
+// namesAt names the jobs of chunk at indexes at, up to 10 of them.
+func namesAt(chunk []*job, at []int) []string {
+	names := make([]string, 0, min(len(at), 10))
+	for _, i := range at[:min(len(at), 10)] {
+		names = append(names, chunk[i].name)
+	}
+	if len(at) > 10 {
+		names = append(names, fmt.Sprintf("and %d more", len(at)-10))
+	}
+	return names
 }
 
 // triggerBatch is how many jobs' triggers lookForTriggers asks a

@@ -100,17 +100,20 @@ if a >= mx or now >= dl then
   redis.call('SET', KEYS[5], string.format('%s|%d|g|%d|%d|%d', r, a, nb, dl, mx))
   local gone = string.format(
     '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now)
+  -- The history is written with pcall: a key of another type there loses
+  -- the entries, not the give-up or the resume (release_status.lua says why).
   local n
   if dead then
-    n = redis.call('LPUSH', KEYS[6], dead, gone)
+    n = redis.pcall('LPUSH', KEYS[6], dead, gone)
   else
-    n = redis.call('LPUSH', KEYS[6], gone)
+    n = redis.pcall('LPUSH', KEYS[6], gone)
   end
-  if n > ARGV[8] + 0 then redis.call('LTRIM', KEYS[6], '0', ARGV[7]) end
+  if type(n) == 'number' and n > ARGV[8] + 0 then redis.call('LTRIM', KEYS[6], '0', ARGV[7]) end
   return {-10, a}
 end
-if dead and redis.call('LPUSH', KEYS[6], dead) > ARGV[8] + 0 then
-  redis.call('LTRIM', KEYS[6], '0', ARGV[7])
+if dead then
+  local n = redis.pcall('LPUSH', KEYS[6], dead)
+  if type(n) == 'number' and n > ARGV[8] + 0 then redis.call('LTRIM', KEYS[6], '0', ARGV[7]) end
 end
 if now < nb then return {-11, nb - now} end
 

@@ -48,11 +48,13 @@ end
 redis.call('SET', KEYS[2], string.format('%s|%d|g|%s|%d|%s', r, a, nb, dl, mx))
 local gone = string.format(
   '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now)
+-- With pcall: a history key of another type loses the entries, not the
+-- give-up (release_status.lua says why).
 local n
 if dead then
-  n = redis.call('LPUSH', KEYS[3], dead, gone)
+  n = redis.pcall('LPUSH', KEYS[3], dead, gone)
 else
-  n = redis.call('LPUSH', KEYS[3], gone)
+  n = redis.pcall('LPUSH', KEYS[3], gone)
 end
-if n > ARGV[3] + 0 then redis.call('LTRIM', KEYS[3], '0', ARGV[2]) end
+if type(n) == 'number' and n > ARGV[3] + 0 then redis.call('LTRIM', KEYS[3], '0', ARGV[2]) end
 return {1, dl}

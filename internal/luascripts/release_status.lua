@@ -23,7 +23,16 @@
 -- the status is written, and pushed on the history, only with code 1, by
 -- the holder. triggers is the length of the trigger queue (expired entries
 -- included; the trigger acquire drops them). A release is published for
--- the key's waiters as release.lua does.
+-- the key's waiters as release.lua does. {1, triggers, 1}: released, but
+-- the history key holds another type than a list, and the run was not
+-- pushed on it.
+--
+-- The history and the trigger queue are read and written with pcall: a key
+-- of another type there (written by hand, or by another program under the
+-- same prefix) must not fail the script after the lease is gone and before
+-- the completion record says how the attempt ended, which would leave the
+-- occurrence "running" with no holder, to be resumed and run again. A
+-- trigger queue of another type counts no trigger.
 --
 -- The history is trimmed with slack: LPUSH answers the list's length, and
 -- only a length above ARGV[4] (limit + slack) trims it back to the limit
@@ -44,17 +53,20 @@ if v and string.sub(v, 1, 49) == ARGV[1] then
       nb = nb - nb % 1
     end
     if ARGV[5] == 'g' then -- the run, then the given_up entry above it
-      n = redis.call('LPUSH', KEYS[5], ARGV[2], ARGV[9])
+      n = redis.pcall('LPUSH', KEYS[5], ARGV[2], ARGV[9])
     else
-      n = redis.call('LPUSH', KEYS[5], ARGV[2])
+      n = redis.pcall('LPUSH', KEYS[5], ARGV[2])
     end
     redis.call('SET', KEYS[6], string.format('%s%s|%d%s', ARGV[6], ARGV[5], nb, ARGV[7]))
   else
-    n = redis.call('LPUSH', KEYS[5], ARGV[2])
+    n = redis.pcall('LPUSH', KEYS[5], ARGV[2])
   end
-  if n > ARGV[4] + 0 then redis.call('LTRIM', KEYS[5], '0', ARGV[3]) end
   redis.pcall('SPUBLISH', KEYS[1], 'release')
-  return {1, redis.call('LLEN', KEYS[4])}
+  local q = redis.pcall('LLEN', KEYS[4])
+  if type(q) ~= 'number' then q = 0 end
+  if type(n) ~= 'number' then return {1, q, 1} end
+  if n > ARGV[4] + 0 then redis.call('LTRIM', KEYS[5], '0', ARGV[3]) end
+  return {1, q}
 end
 local dk = redis.call('GET', KEYS[2])
 if not dk then return {-1, 0} end

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -94,20 +95,24 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 	if err != nil {
 		return err
 	}
+	var bad unreadKeys
 	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+		rounds[i] = 0
 		v, err := resp.ToString()
 		switch {
 		case rueidis.IsRedisNil(err):
-			rounds[i] = 0
+		case wrongType(err):
+			bad.add(i, internalErr(op, "", err))
 		case err != nil:
 			return wrapErr(ctx, op, "", err)
 		default:
 			if rounds[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-				return internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal))
+				rounds[i] = 0
+				bad.add(i, internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal)))
 			}
 		}
 	}
-	return nil
+	return bad.err()
 }
 
 // LastRuns reads the status records of keys with one pipelined GET each
@@ -127,11 +132,14 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 	if err != nil {
 		return err
 	}
+	var bad unreadKeys
 	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+		spans[i] = lease.RunSpan{}
 		v, err := resp.ToString()
 		switch {
 		case rueidis.IsRedisNil(err):
-			spans[i] = lease.RunSpan{}
+		case wrongType(err):
+			bad.add(i, internalErr(op, "", err))
 		case err != nil:
 			return wrapErr(ctx, op, "", err)
 		default:
@@ -140,13 +148,46 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 				DurationMs int64 `json:"durationMs"`
 			}
 			if err := json.Unmarshal([]byte(v), &r); err != nil {
-				return internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal))
+				bad.add(i, internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal)))
+				continue
 			}
 			start := time.UnixMilli(r.StartedAt)
 			spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
 		}
 	}
-	return nil
+	return bad.err()
+}
+
+// unreadKeys collects the keys of a read of many keys that could not be
+// read (LastRounds, LastRuns, PendingTriggersBatch), for a
+// *lease.UnreadableKeysError.
+type unreadKeys struct {
+	keys  []int
+	first error
+}
+
+func (u *unreadKeys) add(i int, err error) {
+	if u.first == nil {
+		u.first = err
+	}
+	u.keys = append(u.keys, i)
+}
+
+// err returns nil when every key was read, and otherwise a
+// *lease.UnreadableKeysError.
+func (u *unreadKeys) err() error {
+	if len(u.keys) == 0 {
+		return nil
+	}
+	return &lease.UnreadableKeysError{Keys: u.keys, Err: u.first}
+}
+
+// wrongType reports whether err is Redis's answer to a command on a key
+// that holds another type (WRONGTYPE): that key's value is unreadable,
+// and the others of a pipeline are not concerned.
+func wrongType(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // keyReads appends to cmds one read command per key of keys, made by build

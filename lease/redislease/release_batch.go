@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/redis/rueidis"
 
@@ -159,11 +160,17 @@ func (s *Store) releaseAnswer(ctx context.Context, l *lease.Lease, withAttempts 
 		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
 	}
 	r, err := intsReply(resp)
-	if err != nil || r.n != 2 {
+	if err != nil || r.n != 2 && (r.n != 3 || r.v[0] != codeDone) {
 		return 0, internalErr(op, leaseName(l.ID), fmt.Errorf("%w: %v", errBadReply, r.v[:r.n]))
 	}
 	switch r.v[0] {
 	case codeDone:
+		if r.n == 3 {
+			// The run ended and is recorded; only its history entry is
+			// missing (release_status.lua).
+			s.log.Warn("the job's history key holds another type than a list: the run is not in its history; delete the key to restore it",
+				slog.String("job", l.Key))
+		}
 		return int(r.v[1]), nil
 	case codeElsewhere:
 		return 0, s.Release(ctx, l.ID)

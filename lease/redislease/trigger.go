@@ -171,7 +171,9 @@ func (s *Store) PendingTriggers(ctx context.Context, key string) (int, error) {
 // waiting for keys[i] (fleet.TriggerCounter): one TIME and one LRANGE per
 // key, pipelined in one round trip, read-only (no script). The keys may
 // lie in any slots: on a cluster, rueidis sends each command to its
-// key's node.
+// key's node. A key whose trigger queue holds another type than a list
+// counts 0 and is named in a *lease.UnreadableKeysError, returned once
+// every other key is counted.
 func (s *Store) PendingTriggersBatch(ctx context.Context, keys []string, counts []int) error {
 	const op = "triggers"
 	if len(counts) < len(keys) {
@@ -192,14 +194,20 @@ func (s *Store) PendingTriggersBatch(ctx context.Context, keys []string, counts 
 	if err != nil {
 		return wrapErr(ctx, op, "", err)
 	}
+	var bad unreadKeys
 	for i, r := range res[1:] {
+		counts[i] = 0
 		entries, err := r.AsStrSlice()
-		if err != nil {
+		switch {
+		case wrongType(err):
+			bad.add(i, internalErr(op, "", err))
+		case err != nil:
 			return wrapErr(ctx, op, "", err)
+		default:
+			counts[i] = liveTriggers(entries, now.UnixMilli())
 		}
-		counts[i] = liveTriggers(entries, now.UnixMilli())
 	}
-	return nil
+	return bad.err()
 }
 
 // liveTriggers counts the entries of a trigger queue
