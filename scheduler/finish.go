@@ -21,20 +21,31 @@ import (
 // catch-up, a trigger that waited; or, on a replica that stops or no
 // longer has the job, handing the trigger on to the fleet). execute defers
 // it, so it runs on runtime.Goexit too.
+//
+// A run whose release goes through the release batcher ends later, when
+// its batch is answered (releaseThen): its goroutine returns first.
 func (s *Scheduler) finish(r *run, end *exit) {
-	triggers := 0
+	triggers, later := 0, false
 	// The owner is told from here, after the step below returned: its
 	// frame is off the run goroutine's stack by then (see execute).
 	defer func() {
-		r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
-		close(r.done)
+		if !later {
+			s.ended(r, triggers)
+		}
 	}()
 	switch end.how {
 	case exitNotStarted, exitNotRun:
 		s.finishUncalled(r, end)
 	default:
-		triggers = s.finishCalled(r, end)
+		triggers, later = s.finishCalled(r, end)
 	}
+}
+
+// ended tells the job's owner that r ended, with the triggers its release
+// found waiting, and signals the run's end (Shutdown waits for it).
+func (s *Scheduler) ended(r *run, triggers int) {
+	r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
+	close(r.done)
 }
 
 // finishUncalled ends a run whose job was not called: its heartbeat did
@@ -60,8 +71,10 @@ func (s *Scheduler) finishUncalled(r *run, end *exit) {
 
 // finishCalled ends a run whose job was called: it stops the heartbeat,
 // reports the outcome and releases the lease with the run's status. It
-// returns the triggers the release found waiting.
-func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int) {
+// returns the triggers the release found waiting; or later true when the
+// release was handed to the release batcher, whose answer ends the run
+// (afterRelease, then ended).
+func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int, later bool) {
 	took := s.cfg.clock.Since(r.began)
 	cause := context.Cause(r.ctx) // before the heartbeat's stop cancels it below: nil unless Shutdown or a loss ended it
 	r.unwatch()                   // a timeout or shutdown report in progress is out
@@ -85,7 +98,17 @@ func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int) {
 	if r.slot != nil {
 		s.releaseSlot(r, r.slot) // first: a run waiting for the slot need not wait for the lease too
 	}
+	if s.releaseThen(r, st) {
+		return 0, true
+	}
 	released, n := s.release(r, &st)
+	s.afterRelease(r, st, released)
+	return n, false
+}
+
+// afterRelease is what follows a called run's release: its event, and
+// what the fleet is told of its close and of a triggered run's end.
+func (s *Scheduler) afterRelease(r *run, st fleet.Status, released bool) {
 	if released {
 		s.emit(r.job, r.event(EventReleased, nil))
 		s.afterClose(r, st)
@@ -93,7 +116,6 @@ func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int) {
 	if r.info.Trigger != "" {
 		s.announceDone(r, st)
 	}
-	return n
 }
 
 // handOnTrigger announces on the control channel that a trigger of j
@@ -302,6 +324,53 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	return s.retryRelease(ctx, r, op, &triggers)
+}
+
+// releaseThen hands r's release with st to the release batcher without
+// waiting for it, and reports whether it did: with a control plane, a
+// store that batches releases (fleet.BatchReleaser) and the batcher still
+// open. The rest of the run's end (afterRelease, then ended) follows its
+// answer on the batch's goroutine; a first try that failed is retried as
+// release retries it, and an end that talks to the fleet (a triggered
+// run's, an attempt's close that is not done) is made, each on a goroutine
+// of its own, so that the batch's other runs end without waiting for it.
+// The run's goroutine returns meanwhile: while a firing group's claims
+// are out its releases wait for them (release_hold.go), and runs that
+// waited on their own goroutines kept one each alive, whose descriptors
+// the runtime keeps for as long as the process runs.
+func (s *Scheduler) releaseThen(r *run, st fleet.Status) bool {
+	fs, ok := s.store.(fleet.Store)
+	if !ok || s.control == nil || s.releases == nil {
+		return false
+	}
+	deadline := time.Now().Add(min(r.reg.ttl, MaxCleanup)) // as context.WithTimeout's
+	quick := r.info.Trigger == "" && (r.attempts.Max == 0 || st.Close == fleet.CloseDone)
+	return s.releases.releaseThen(r.lease, st, deadline, s.releaseHold(r, deadline), func(a releaseAnswer) {
+		if a.err == nil && quick {
+			r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
+			s.afterRelease(r, st, true)
+			s.ended(r, a.triggers)
+			return
+		}
+		go func() {
+			released, n := true, a.triggers
+			if a.err != nil {
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
+				triggers := 0
+				op := func(ctx context.Context) error {
+					n, err := fs.ReleaseWithStatus(ctx, r.lease, st)
+					triggers = n
+					return err
+				}
+				released, n = s.retryRelease(ctx, r, replayFirst(op, a, &triggers), &triggers)
+				cancel()
+			} else {
+				r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
+			}
+			s.afterRelease(r, st, released)
+			s.ended(r, n)
+		}()
+	})
 }
 
 // replayFirst returns op whose first call answers the batched try's a

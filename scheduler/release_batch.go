@@ -23,13 +23,14 @@ const (
 
 // releaseTask is a run's release with status handed to the batcher: the
 // lease, the status, when the release's tries must end, and where its
-// answer goes.
+// answer goes: a channel (release) or a function (releaseThen).
 type releaseTask struct {
 	l        *lease.Lease
 	st       fleet.Status
 	deadline time.Time
 	hold     time.Time            // until when it may wait for the claims (release_hold.go); zero: it may not
-	answer   chan<- releaseAnswer // buffered: the batcher never waits for the run
+	answer   chan<- releaseAnswer // buffered: the batcher never waits for the run; nil with then
+	then     func(releaseAnswer)  // releaseThen's; nil with answer
 }
 
 // releaseAnswer is what ReleaseWithStatus would have returned for a task.
@@ -43,10 +44,14 @@ type releaseAnswer struct {
 // releaseSenders goroutines takes whatever is queued, up to
 // maxReleaseBatch, as soon as it is free (no timer waits for more; a
 // batch taken while the replica's claims are out may wait for them,
-// release_hold.go), and answers each run. A run waits for its answer on its own goroutine, so
-// the order of its end's steps does not change, and makes any further try
-// itself (Scheduler.release). The Scheduler starts it in Start and stops
-// it in Shutdown, after the last run ended.
+// release_hold.go), and answers each run. A run that ends hands its release
+// over and its goroutine returns (releaseThen): the rest of its end runs
+// once the batch is answered, on one goroutine per batch (Scheduler.
+// releaseThen), so a firing group's runs whose releases wait for the
+// claims do not keep thousands of goroutines alive, which the runtime
+// keeps the descriptors of for as long as the process runs. The
+// Scheduler starts it in Start and stops it in Shutdown, after the last
+// run ended.
 type releaseBatcher struct {
 	store fleet.BatchReleaser
 	// claimsIdle, when set, gives a channel closed once this replica's
@@ -120,6 +125,37 @@ func (b *releaseBatcher) release(l *lease.Lease, st fleet.Status, deadline, hold
 	return <-answer, true
 }
 
+// releaseThen queues the release of l with st as release does, without
+// waiting: then is called with its answer once its batch is answered, on
+// a goroutine that calls the then of every such task of the batch in turn
+// (each must be quick: one that blocks starts a goroutine of its own). It
+// returns false, without I/O and without calling then, once the batcher
+// is closed.
+func (b *releaseBatcher) releaseThen(l *lease.Lease, st fleet.Status, deadline, hold time.Time, then func(releaseAnswer)) bool {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false
+	}
+	b.items = append(b.items, releaseTask{l: l, st: st, deadline: deadline, hold: hold, then: then})
+	b.mu.Unlock()
+	b.cond.Signal()
+	return true
+}
+
+// answered is a releaseThen task's continuation with its answer.
+type answered struct {
+	then func(releaseAnswer)
+	a    releaseAnswer
+}
+
+// continueAll calls each continuation in turn.
+func continueAll(as []answered) {
+	for _, x := range as {
+		x.then(x.a)
+	}
+}
+
 // close makes release refuse new tasks; the senders answer the queued
 // ones and return (done).
 func (b *releaseBatcher) close() {
@@ -163,8 +199,22 @@ func (b *releaseBatcher) run() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		b.store.ReleaseWithStatusBatch(ctx, leases[:n], sts[:n], triggers[:n], errs[:n])
 		cancel()
+		var thens []answered // a fresh slice: its goroutine keeps it
 		for i, t := range ts {
-			t.answer <- releaseAnswer{triggers: triggers[i], err: errs[i]}
+			a := releaseAnswer{triggers: triggers[i], err: errs[i]}
+			if t.then != nil {
+				if thens == nil {
+					thens = make([]answered, 0, n-i)
+				}
+				thens = append(thens, answered{t.then, a})
+				continue
+			}
+			t.answer <- a
+		}
+		if len(thens) > 0 {
+			// Ended by the runs' owners: Shutdown waits for each run's
+			// end, which its continuation signals (finish.go).
+			go continueAll(thens)
 		}
 		clear(ts)
 		clear(leases[:n])
