@@ -244,3 +244,45 @@ func sortedBatches(bs [][]string) [][]string {
 	}
 	return bs
 }
+
+// releaseThen queues a release without waiting: each task's continuation
+// gets its own answer once its batch is answered, a task queued before
+// close is still answered, and a closed batcher takes nothing (false, and
+// the continuation is never called).
+func TestReleaseBatcher_ReleaseThen_AnswersEachContinuation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedBatches{gate: make(chan struct{})}
+		b := startReleaseBatcher(store, 1, nil)
+		deadline := time.Now().Add(time.Second)
+		var mu sync.Mutex
+		got := map[string]releaseAnswer{}
+		then := func(key string) func(releaseAnswer) {
+			return func(a releaseAnswer) {
+				mu.Lock()
+				defer mu.Unlock()
+				got[key] = a
+			}
+		}
+		require.True(t, b.releaseThen(&lease.Lease{Key: "k0"}, fleet.Status{}, deadline, time.Time{}, then("k0")))
+		synctest.Wait() // the first batch is out, held
+		for _, k := range []string{"k1", "k2"} {
+			require.True(t, b.releaseThen(&lease.Lease{Key: k}, fleet.Status{}, deadline, time.Time{}, then(k)))
+		}
+		synctest.Wait()
+		mu.Lock()
+		assert.Empty(t, got, "no answer before the batch's")
+		mu.Unlock()
+		b.close() // k1 and k2 are queued: still sent and answered
+		close(store.gate)
+		<-b.done
+		synctest.Wait() // the continuations' goroutines
+
+		assert.Equal(t, [][]string{{"k0"}, {"k1", "k2"}}, sortedBatches(store.batches))
+		assert.Equal(t, map[string]releaseAnswer{"k0": {triggers: 0}, "k1": {triggers: 0}, "k2": {triggers: 1}}, got,
+			"each continuation got its own entry's answer")
+		assert.False(t, b.releaseThen(&lease.Lease{Key: "late"}, fleet.Status{}, deadline, time.Time{}, func(releaseAnswer) {
+			t.Error("a closed batcher's continuation was called")
+		}))
+		synctest.Wait()
+	})
+}
