@@ -114,28 +114,35 @@ func TestReleaseBatcher_Hold_WaitsForTheClaimsUpToItsHold(t *testing.T) {
 }
 
 // A release waits for the claims only while some are queued or in flight,
-// at most maxReleaseHold, a quarter of its own time and half the time to
-// its job's next claim.
+// at most maxReleaseHold and a quarter of its own time, and not at all when
+// its job's next claim comes before the run's lease would expire by itself
+// (its TTL from now, plus lease.ExpiryTolerance): a replica that stalled
+// while it held the release would hold the lease into the next occurrence.
 func TestScheduler_ReleaseHold_IsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScheduler(t, newMemoryStore(t, nil))
 		noop := func(context.Context) error { return nil }
-		require.NoError(t, s.Register("minutely", Every(time.Minute), noop))
-		require.NoError(t, s.Register("tight", Every(time.Second), noop))
+		require.NoError(t, s.Register("minutely", Every(time.Minute), noop)) // the default TTL, 30s
+		require.NoError(t, s.Register("short-ttl", Every(10*time.Second), noop, WithTTL(5*time.Second)))
+		require.NoError(t, s.Register("tight", Every(time.Second), noop, WithTTL(3*time.Second)))
 		run := func(name string) *run { j := s.jobByKey("job:" + name); return &run{job: j, reg: j.registered()} }
-		time.Sleep(time.Minute - 100*time.Millisecond) // 100 ms before both jobs' next occurrence
+		time.Sleep(20 * time.Second) // "minutely" is 40s from its next occurrence, "short-ttl" 10s
 		now := time.Now()
 		far := now.Add(time.Minute)
 
 		assert.True(t, s.releaseHold(run("minutely"), far).IsZero(), "no claim waits: no hold")
 
 		require.True(t, s.queue.push(claimTask{}))
-		assert.Equal(t, now.Add(50*time.Millisecond), s.releaseHold(run("minutely"), far), "half the 100 ms to the next occurrence")
-		time.Sleep(700 * time.Millisecond) // the next occurrence of "tight" is 400 ms away, of "minutely" a minute
-		now = time.Now()
 		assert.Equal(t, now.Add(maxReleaseHold), s.releaseHold(run("minutely"), far), "at most maxReleaseHold")
-		assert.Equal(t, now.Add(200*time.Millisecond), s.releaseHold(run("tight"), far))
 		assert.Equal(t, now.Add(100*time.Millisecond), s.releaseHold(run("minutely"), now.Add(400*time.Millisecond)), "a quarter of its own time")
+		assert.Equal(t, now.Add(maxReleaseHold), s.releaseHold(run("short-ttl"), far), "its next claim, 10s away, comes after its lease would expire (6s)")
+		assert.True(t, s.releaseHold(run("tight"), far).IsZero(), "its next claim, 1s away, comes before its lease would expire (4s)")
+
+		time.Sleep(5 * time.Second) // "short-ttl" 5s from its next occurrence, "minutely" 35s
+		now = time.Now()
+		assert.True(t, s.releaseHold(run("short-ttl"), far).IsZero(), "its next claim, 5s away, comes before its lease would expire (6s)")
+		time.Sleep(5 * time.Second) // "minutely" 30s from its next occurrence
+		assert.True(t, s.releaseHold(run("minutely"), far).IsZero(), "its next claim, 30s away, comes before its lease would expire (31s)")
 	})
 }
 

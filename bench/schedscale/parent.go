@@ -395,6 +395,7 @@ func DefaultChildArgs(cfg Config, replica int) []string {
 		"-scale-replica", strconv.Itoa(replica),
 		"-scale-jobs", strconv.Itoa(cfg.Jobs),
 		"-scale-ttl", cfg.TTL.String(),
+		"-scale-interval", cfg.Interval.String(),
 		"-scale-warmup", cfg.Warmup.String(),
 		"-scale-duration", cfg.Window.String()}
 	for _, o := range cfg.Options {

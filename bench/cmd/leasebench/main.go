@@ -62,6 +62,7 @@ type flags struct {
 	scaleDur     time.Duration
 	scaleWarmup  time.Duration
 	scaleTTL     time.Duration
+	scaleEvery   time.Duration
 	scaleReplica int
 	scaleOffsets string
 	scaleOffset  time.Duration
@@ -91,6 +92,7 @@ func parseFlags() flags {
 	flag.DurationVar(&f.scaleDur, "scale-duration", 60*time.Second, "scale: length of the checked window")
 	flag.DurationVar(&f.scaleWarmup, "scale-warmup", 3*time.Second, "scale: time after every replica started before the checked window opens")
 	flag.DurationVar(&f.scaleTTL, "scale-ttl", 5*time.Second, "scale: job lease TTL")
+	flag.DurationVar(&f.scaleEvery, "scale-interval", time.Second, "scale: the jobs' schedule, Every(interval), a whole number of seconds")
 	flag.IntVar(&f.scaleReplica, "scale-replica", 0, "internal: replica number of a -scale-child")
 	flag.StringVar(&f.scaleOffsets, "scale-offsets", "", "scale: comma-separated clock offsets of the replicas' schedulers, replica 0 first (e.g. -scale-offsets=-400ms,0,400ms); a shorter list repeats, a longer one's tail is unused; the lease store keeps the Redis server's clock, and lateness is measured on true time")
 	flag.DurationVar(&f.scaleOffset, "scale-offset", 0, "internal: clock offset of a -scale-child's scheduler")

@@ -34,6 +34,9 @@ func runScale(ctx context.Context, f flags, addr string, progress io.Writer) err
 		}
 		counts = append(counts, n)
 	}
+	if f.scaleEvery < time.Second || f.scaleEvery%time.Second != 0 || f.scaleDur%f.scaleEvery != 0 {
+		return fmt.Errorf("-scale-interval must be a whole number of seconds that divides -scale-duration (%s), got %s", f.scaleDur, f.scaleEvery)
+	}
 	offsets, err := schedscale.ParseOffsets(f.scaleOffsets)
 	if err != nil {
 		return fmt.Errorf("-scale-offsets: %w", err)
@@ -47,7 +50,7 @@ func runScale(ctx context.Context, f flags, addr string, progress io.Writer) err
 	for _, n := range counts {
 		cfg := schedscale.Config{
 			Addr: addr, Exe: exe, Replicas: n, Jobs: f.scaleJobs,
-			Interval: time.Second, TTL: f.scaleTTL, Window: f.scaleDur, Warmup: f.scaleWarmup, Log: progress,
+			Interval: f.scaleEvery, TTL: f.scaleTTL, Window: f.scaleDur, Warmup: f.scaleWarmup, Log: progress,
 			Busy: f.scaleBusy, Options: f.scaleOpts, Offsets: offsets, Stop: stop,
 		}
 		ser := &schedscale.Series{Config: cfg}
@@ -90,7 +93,7 @@ func loadAverage() string {
 
 func runScaleChild(_ context.Context, f flags) error {
 	return schedscale.Child(schedscale.ChildConfig{
-		Addr: f.redis, Replica: f.scaleReplica, Jobs: f.scaleJobs, Interval: time.Second, TTL: f.scaleTTL,
+		Addr: f.redis, Replica: f.scaleReplica, Jobs: f.scaleJobs, Interval: f.scaleEvery, TTL: f.scaleTTL,
 		Span: f.scaleWarmup + f.scaleDur + 5*time.Second, Options: f.scaleOpts, Offset: f.scaleOffset,
 	}, os.Stdin, os.Stdout)
 }
