@@ -106,8 +106,9 @@
 //     min(ttl, MaxCleanup), retrying transient errors within that bound —
 //     never with the cancelled run context. A release with status that
 //     ends while this replica's claims are queued or in flight waits for
-//     them to be answered first, up to 250ms and half the time to the
-//     job's next claim (release_hold.go); the run's goroutine hands it to
+//     them to be answered first, up to 250ms, when the job's next claim
+//     comes after the run's lease would expire by itself (release_hold.go);
+//     the run's goroutine hands it to
 //     the release batcher and returns, and the rest of its end follows
 //     the batch's answer. Then the job's owner decides
 //     what comes next: an occurrence that waited for the run
