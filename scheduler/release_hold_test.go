@@ -139,7 +139,6 @@ func TestScheduler_ReleaseHold_IsBounded(t *testing.T) {
 		assert.True(t, s.releaseHold(run("tight"), far).IsZero(), "its next claim, 1s away, comes before its lease would expire (4s)")
 
 		time.Sleep(5 * time.Second) // "short-ttl" 5s from its next occurrence, "minutely" 35s
-		now = time.Now()
 		assert.True(t, s.releaseHold(run("short-ttl"), far).IsZero(), "its next claim, 5s away, comes before its lease would expire (6s)")
 		time.Sleep(5 * time.Second) // "minutely" 30s from its next occurrence
 		assert.True(t, s.releaseHold(run("minutely"), far).IsZero(), "its next claim, 30s away, comes before its lease would expire (31s)")
