@@ -41,9 +41,7 @@ func (s *slowStore) Acquire(ctx context.Context, key string, ttl time.Duration, 
 }
 
 func (s *slowStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
-	for i, r := range reqs {
-		res[i].Lease, res[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
-	}
+	acquireEach(ctx, s.Acquire, reqs, res)
 }
 
 // ranBy records which replica ran each occurrence of each job, failing

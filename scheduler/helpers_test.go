@@ -174,3 +174,13 @@ func (h *recordingHandler) Handle(_ context.Context, rec slog.Record) error {
 }
 func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// acquireEach answers a batch of acquires one by one with acquire: the
+// AcquireBatch of the test stores that wrap Acquire, so that the batch
+// goes through the wrapper.
+func acquireEach(ctx context.Context, acquire func(context.Context, string, time.Duration, ...lease.AcquireOption) (*lease.Lease, error),
+	reqs []lease.AcquireRequest, res []lease.AcquireResult) {
+	for i, r := range reqs {
+		res[i].Lease, res[i].Err = acquire(ctx, r.Key, r.TTL, r.Options...)
+	}
+}

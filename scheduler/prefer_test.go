@@ -258,9 +258,7 @@ func (s *stalledStore) Acquire(ctx context.Context, key string, ttl time.Duratio
 }
 
 func (s *stalledStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
-	for i, r := range reqs {
-		res[i].Lease, res[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
-	}
+	acquireEach(ctx, s.Acquire, reqs, res)
 }
 
 // A first choice that is stalled costs its occurrences one grace: they run

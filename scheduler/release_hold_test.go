@@ -165,9 +165,7 @@ func (g *gatedClaims) Acquire(ctx context.Context, key string, ttl time.Duration
 }
 
 func (g *gatedClaims) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
-	for i, r := range reqs {
-		res[i].Lease, res[i].Err = g.Acquire(ctx, r.Key, r.TTL, r.Options...)
-	}
+	acquireEach(ctx, g.Acquire, reqs, res)
 }
 
 // runsEnding counts the goroutines that are ending a run (in finish).

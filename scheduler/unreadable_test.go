@@ -132,9 +132,7 @@ func (s *unreadableFirstKey) Acquire(ctx context.Context, key string, ttl time.D
 }
 
 func (s *unreadableFirstKey) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
-	for i, r := range reqs {
-		res[i].Lease, res[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
-	}
+	acquireEach(ctx, s.Acquire, reqs, res)
 }
 
 // A backup that cannot read one job's round record still reads the
