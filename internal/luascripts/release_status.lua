@@ -39,26 +39,28 @@
 -- (LTRIM 0 ARGV[3]), so one release in slack + 1 trims and the list never
 -- holds more than limit + slack entries; readers read the first limit
 -- entries only (History). A release runs GET, DEL, SET, LPUSH, SPUBLISH and
--- LLEN; LTRIM when it trims.
+-- LLEN; LTRIM when it trims. With attempts the status and the completion
+-- record go in one MSET (the same slot), before the history, and TIME comes
+-- first when the occurrence is left open.
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 49) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
-  redis.call('SET', KEYS[3], ARGV[2])
   local n
-  if KEYS[6] then -- the attempt's end, in its completion record
+  if KEYS[6] then -- the attempt's end, in its completion record, with the status
     local nb = 0
     if ARGV[5] == 'o' then
       local t = redis.call('TIME')
       nb = t[1] * 1000 + t[2] / 1000 + ARGV[8]
       nb = nb - nb % 1
     end
+    redis.call('MSET', KEYS[3], ARGV[2], KEYS[6], string.format('%s%s|%d%s', ARGV[6], ARGV[5], nb, ARGV[7]))
     if ARGV[5] == 'g' then -- the run, then the given_up entry above it
       n = redis.pcall('LPUSH', KEYS[5], ARGV[2], ARGV[9])
     else
       n = redis.pcall('LPUSH', KEYS[5], ARGV[2])
     end
-    redis.call('SET', KEYS[6], string.format('%s%s|%d%s', ARGV[6], ARGV[5], nb, ARGV[7]))
   else
+    redis.call('SET', KEYS[3], ARGV[2])
     n = redis.pcall('LPUSH', KEYS[5], ARGV[2])
   end
   redis.pcall('SPUBLISH', KEYS[1], 'release')

@@ -418,13 +418,19 @@ func TestStore_ScriptCost_Commands(t *testing.T) {
 			_, err := st.ReleaseWithStatus(ctx, l, status(l, fleet.CloseOpen))
 			must(t, err)
 		})
-		assert.EqualValues(t, 10, n, "EVALSHA, GET, DEL, SET, TIME, LPUSH, SET record, SPUBLISH, LLEN; ZADD beside it: %v", calls)
+		assert.EqualValues(t, 9, n, "EVALSHA, GET, DEL, TIME, MSET status and record, LPUSH, SPUBLISH, LLEN; ZADD beside it: %v", calls)
+		assert.EqualValues(t, 1, calls["mset"], "the status and the record in one MSET")
+		assert.Zero(t, calls["set"], "no SET of its own for either")
 		n, calls = count(t, func() {
 			l, err = st.Acquire(ctx, "job:attempts", ttl, lease.WithResume(l.Round), lease.WithPauseCheck())
 			must(t, err)
 		})
 		assert.EqualValues(t, 7, n, "resume: EVALSHA, TIME, MGET, SET XX GET (the free lease key is no other type), MSET, SET, SET: %v", calls)
-		must(t, l.Release(ctx))
+		n, calls = count(t, func() {
+			_, err := st.ReleaseWithStatus(ctx, l, status(l, fleet.CloseDone))
+			must(t, err)
+		})
+		assert.EqualValues(t, 8, n, "done: EVALSHA, GET, DEL, MSET status and record, LPUSH, SPUBLISH, LLEN; ZREM beside it: %v", calls)
 	})
 
 	t.Run("FairOnAFreeKey", func(t *testing.T) {
