@@ -311,13 +311,7 @@ func (s *Scheduler) release(r *run, st *fleet.Status) (released bool, triggers i
 		if s.releases != nil {
 			deadline := time.Now().Add(bound) // as context.WithTimeout's
 			if a, ok := s.releases.release(r.lease, *st, deadline, s.releaseHold(r, deadline)); ok {
-				if a.err == nil {
-					r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
-					return true, a.triggers
-				}
-				ctx, cancel := context.WithDeadline(context.Background(), deadline)
-				defer cancel()
-				return s.retryRelease(ctx, r, replayFirst(op, a, &triggers), &triggers)
+				return s.batchAnswered(r, fs, *st, a, deadline)
 			}
 		}
 	}
@@ -346,31 +340,35 @@ func (s *Scheduler) releaseThen(r *run, st fleet.Status) bool {
 	deadline := time.Now().Add(min(r.reg.ttl, MaxCleanup)) // as context.WithTimeout's
 	quick := r.info.Trigger == "" && (r.attempts.Max == 0 || st.Close == fleet.CloseDone)
 	return s.releases.releaseThen(r.lease, st, deadline, s.releaseHold(r, deadline), func(a releaseAnswer) {
-		if a.err == nil && quick {
-			r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
-			s.afterRelease(r, st, true)
-			s.ended(r, a.triggers)
-			return
-		}
-		go func() {
-			released, n := true, a.triggers
-			if a.err != nil {
-				ctx, cancel := context.WithDeadline(context.Background(), deadline)
-				triggers := 0
-				op := func(ctx context.Context) error {
-					n, err := fs.ReleaseWithStatus(ctx, r.lease, st)
-					triggers = n
-					return err
-				}
-				released, n = s.retryRelease(ctx, r, replayFirst(op, a, &triggers), &triggers)
-				cancel()
-			} else {
-				r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
-			}
+		end := func() {
+			released, n := s.batchAnswered(r, fs, st, a, deadline)
 			s.afterRelease(r, st, released)
 			s.ended(r, n)
-		}()
+		}
+		if a.err == nil && quick {
+			end()
+			return
+		}
+		go end()
 	})
+}
+
+// batchAnswered finishes r's release with st from its batched try's answer
+// a: released at the first try, or tried again one by one, as release
+// tries, until deadline.
+func (s *Scheduler) batchAnswered(r *run, fs fleet.Store, st fleet.Status, a releaseAnswer, deadline time.Time) (released bool, triggers int) {
+	if a.err == nil {
+		r.log.LogAttrs(context.Background(), slog.LevelDebug, "job lease released", slog.Int("tries", 1))
+		return true, a.triggers
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	op := func(ctx context.Context) error {
+		n, err := fs.ReleaseWithStatus(ctx, r.lease, st)
+		triggers = n
+		return err
+	}
+	return s.retryRelease(ctx, r, replayFirst(op, a, &triggers), &triggers)
 }
 
 // replayFirst returns op whose first call answers the batched try's a
