@@ -118,25 +118,6 @@ func (s *Scheduler) afterRelease(r *run, st fleet.Status, released bool) {
 	}
 }
 
-// handOnTrigger announces on the control channel that a trigger of j
-// waits, for the replicas that have the job: this one will not run it (it
-// stops, or no longer has the job), and the others found the job locked
-// by its run here and do not look again by themselves.
-func (s *Scheduler) handOnTrigger(j *job) {
-	fs, ok := s.store.(fleet.Store)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
-	defer cancel()
-	if err := fs.Publish(ctx, fleet.Message{Kind: fleet.MessageTrigger, Key: j.key}); err != nil {
-		s.log.Warn("could not hand on a trigger that waits for the job; it runs after the job's next run elsewhere, or lapses",
-			slog.String("job", j.name), slog.Any("error", err))
-		return
-	}
-	s.log.Info("trigger handed on to the fleet: this replica stops or no longer has the job", slog.String("job", j.name))
-}
-
 // status is the run's fleet.Status, from its end event.
 func (r *run) status(end Event) fleet.Status {
 	st := fleet.Status{

@@ -200,7 +200,7 @@ func (s *Scheduler) do(j *job, a act) {
 	case actGiveBack:
 		s.giveBack(j, a.f, a.lease, a.reason)
 	case actHandOn:
-		s.handOnTrigger(j)
+		s.handOn(j)
 	case actForget:
 		s.forget(j)
 	case actRetryTrigger:

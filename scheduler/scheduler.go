@@ -54,6 +54,13 @@ type Scheduler struct {
 	// a fleet.BatchReleaser and there is a control plane (release_batch.go);
 	// nil otherwise. Set in Start, before any run.
 	releases *releaseBatcher
+	// handOns counts the hand-ons of waiting triggers being published,
+	// each on a goroutine of its own (handon.go); Shutdown waits for them
+	// after the runs, once handOnsClosed makes later ones publish on their
+	// caller's goroutine.
+	handOnMu      sync.Mutex
+	handOns       sync.WaitGroup
+	handOnsClosed bool
 
 	mu       sync.Mutex
 	jobs     map[string]*job   // by lease key: the registered jobs, and removed ones whose run or claim still goes

@@ -103,6 +103,11 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 			return s.stillRunning(ctx, jobs)
 		}
 	}
+	if !s.waitHandOns(ctx) { // the runs' ends are delivered: no hand-on starts after this
+		s.stopReleases(ctx)
+		s.log.Warn("scheduler shut down while a waiting trigger was handed on to the fleet; if that fails, the trigger runs after the job's next run elsewhere, or lapses")
+		return fmt.Errorf("scheduler: shut down while a waiting trigger was handed on to the fleet: %w", context.Cause(ctx))
+	}
 	s.stopReleases(ctx) // the last release was answered
 	if gocronErr != nil {
 		return gocronErr
