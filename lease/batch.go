@@ -49,7 +49,9 @@ type BatchAcquirer interface {
 // call with ErrInvalidArgument, before any I/O. A key whose record cannot
 // be read (another type, or not this store's form) answers zero and is
 // named in an *UnreadableKeysError, returned once every other key is read
-// (see UnreadKeys); any other error leaves no answer to trust.
+// (see UnreadKeys); any other error leaves no answer to trust. A store may
+// read a record of another type as none instead, as its acquire does
+// (lease/redislease reads many keys with MGET where it can).
 //
 // LastRuns sets spans[i] to the span of the last run recorded for keys[i]
 // (fleet.Store's ReleaseWithStatus: its start in the store's time, and its

@@ -268,8 +268,10 @@
 //     occurrence its firing mapped to, however late it reaches the store.
 //   - Throughput is the store's: with the control plane, the occurrence's
 //     preferred replica asks the store once per occurrence and once more to
-//     release, and its backup reads the round record after BackupGrace
-//     (see "Preferred replica" below); without it, every replica asks once
+//     release, and its backup reads the round record after BackupGrace,
+//     with those of the other occurrences it backs (lease/redislease: one
+//     MGET per 256 keys, a GET each on a Redis Cluster; see "Preferred
+//     replica" below); without it, every replica asks once
 //     per occurrence of every job. When
 //     the acquires of one interval take longer than the interval, the
 //     backlog grows, a job's next acquire follows its previous one closely,

@@ -79,69 +79,52 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, r
 	}
 }
 
-// LastRounds reads the round records of keys with one pipelined GET each
-// (no script). See lease.RoundReader.
+// LastRounds reads the round records of keys without a script: with MGET
+// on a server that is not a Redis Cluster (a record of another type reads
+// as none), with one pipelined GET each on a Cluster (readStrings). See
+// lease.RoundReader.
 func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) error {
 	const op = "last rounds"
 	if len(rounds) < len(keys) {
 		return opErr(op, "", fmt.Errorf("%w: rounds must be as long as keys", lease.ErrInvalidArgument))
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	cmds, err := s.keyReads(op, keys, make(rueidis.Commands, 0, len(keys)), func(ks keyset) rueidis.Completed {
-		return s.client.B().Get().Key(ks.round).Build()
+	var bad unreadKeys
+	err := s.readStrings(ctx, op, keys, func(ks keyset) string { return ks.round }, func(i int, v string, found bool, err error) {
+		rounds[i] = 0
+		switch {
+		case err != nil:
+			bad.add(i, internalErr(op, "", err))
+		case !found:
+		default:
+			r, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil {
+				bad.add(i, internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal)))
+				return
+			}
+			rounds[i] = r
+		}
 	})
 	if err != nil {
 		return err
 	}
-	var bad unreadKeys
-	for i, resp := range s.client.DoMulti(ctx, cmds...) {
-		rounds[i] = 0
-		v, err := resp.ToString()
-		switch {
-		case rueidis.IsRedisNil(err):
-		case wrongType(err):
-			bad.add(i, internalErr(op, "", err))
-		case err != nil:
-			return wrapErr(ctx, op, "", err)
-		default:
-			if rounds[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-				rounds[i] = 0
-				bad.add(i, internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal)))
-			}
-		}
-	}
 	return bad.err()
 }
 
-// LastRuns reads the status records of keys with one pipelined GET each
-// (no script) and returns the span of each one's last run. See
+// LastRuns reads the status records of keys as LastRounds reads round
+// records and returns the span of each one's last run. See
 // lease.RoundReader.
 func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
 	const op = "last runs"
 	if len(spans) < len(keys) {
 		return opErr(op, "", fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	cmds, err := s.keyReads(op, keys, make(rueidis.Commands, 0, len(keys)), func(ks keyset) rueidis.Completed {
-		return s.client.B().Get().Key(ks.status(s.prefix)).Build()
-	})
-	if err != nil {
-		return err
-	}
 	var bad unreadKeys
-	for i, resp := range s.client.DoMulti(ctx, cmds...) {
+	err := s.readStrings(ctx, op, keys, func(ks keyset) string { return ks.status(s.prefix) }, func(i int, v string, found bool, err error) {
 		spans[i] = lease.RunSpan{}
-		v, err := resp.ToString()
 		switch {
-		case rueidis.IsRedisNil(err):
-		case wrongType(err):
-			bad.add(i, internalErr(op, "", err))
 		case err != nil:
-			return wrapErr(ctx, op, "", err)
+			bad.add(i, internalErr(op, "", err))
+		case !found:
 		default:
 			var r struct {
 				StartedAt  int64 `json:"startedAt"`
@@ -149,11 +132,14 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 			}
 			if err := json.Unmarshal([]byte(v), &r); err != nil {
 				bad.add(i, internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal)))
-				continue
+				return
 			}
 			start := time.UnixMilli(r.StartedAt)
 			spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return bad.err()
 }
@@ -191,8 +177,7 @@ func wrongType(err error) bool {
 }
 
 // keyReads appends to cmds one read command per key of keys, made by build
-// from the key's keyset: the pipelined reads of LastRounds, LastRuns and
-// PendingTriggersBatch. A key that is not valid fails the call, before
+// from the key's keyset: the pipelined reads of PendingTriggersBatch. A key that is not valid fails the call, before
 // any I/O.
 func (s *Store) keyReads(op string, keys []string, cmds rueidis.Commands, build func(keyset) rueidis.Completed) (rueidis.Commands, error) {
 	for _, k := range keys {

@@ -54,6 +54,7 @@ func TestStore_Cluster(t *testing.T) {
 		})
 	})
 	t.Run("CompletionIndex", func(t *testing.T) { testClusterCompletionIndex(t, client) })
+	t.Run("RoundReadsKeyByKey", func(t *testing.T) { testClusterRoundReads(t, client) })
 	t.Run("FairConformance", func(t *testing.T) {
 		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
 			st, err := New(client, WithPrefix(uniquePrefix()))
@@ -279,4 +280,34 @@ func testClusterCompletionIndex(t *testing.T, client rueidis.Client) {
 	due, err = st.DueOccurrences(ctx, 1000)
 	require.NoError(t, err)
 	assert.Empty(t, due, "GiveUp removed every entry")
+}
+
+// On a Cluster the round records of keys in many slots are read with a GET
+// each (no MGET across slots): every key gets its answer, and a record of
+// another type is named unreadable, the others read.
+func testClusterRoundReads(t *testing.T, client rueidis.Client) {
+	ctx := t.Context()
+	st, err := New(client, WithPrefix(uniquePrefix()))
+	require.NoError(t, err)
+	keys := append([]string(nil), clusterKeys...)
+	for i, k := range keys {
+		l, err := st.Acquire(ctx, k, 30*time.Second, lease.WithRound(int64(100+i)))
+		require.NoError(t, err, "acquire %q", k)
+		require.NoError(t, l.Release(ctx))
+	}
+	ks, err := keysFor(st.prefix, "foreign")
+	require.NoError(t, err)
+	require.NoError(t, client.Do(ctx, client.B().Hset().Key(ks.round).FieldValue().FieldValue("a", "b").Build()).Error())
+	keys = append(keys, "foreign", "fresh")
+
+	rounds := make([]int64, len(keys))
+	err = st.LastRounds(ctx, keys, rounds)
+	unread, rest := lease.UnreadKeys(err)
+	require.True(t, rest, "the other keys are read: %v", err)
+	assert.Equal(t, []int{len(keys) - 2}, unread)
+	for i := range clusterKeys {
+		assert.Equal(t, int64(100+i), rounds[i], "key %q", keys[i])
+	}
+	assert.Zero(t, rounds[len(keys)-2])
+	assert.Zero(t, rounds[len(keys)-1])
 }
