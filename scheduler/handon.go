@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/cronguard/cronguard/fleet"
 )
@@ -34,9 +35,15 @@ func (s *Scheduler) waitHandOns(ctx context.Context) bool {
 	s.handOnMu.Lock()
 	s.handOnsClosed = true
 	s.handOnMu.Unlock()
+	return waitGroup(ctx, &s.handOns)
+}
+
+// waitGroup waits for wg, or until ctx ends; false when ctx ended first.
+// The goroutine that waits for wg returns with it.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
 	done := make(chan struct{})
 	go func() {
-		s.handOns.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {

@@ -80,14 +80,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 
 	// 3. Wait for the claims, then for the runs: none starts after the
 	// jobs learned of the shutdown.
-	claimsDone := make(chan struct{})
-	go func() {
-		s.workers.Wait()
-		close(claimsDone)
-	}()
-	select {
-	case <-claimsDone:
-	case <-ctx.Done():
+	if !waitGroup(ctx, &s.workers) {
 		s.stopReleases(ctx)
 		return s.stillRunning(ctx, jobs)
 	}
