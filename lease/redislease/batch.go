@@ -177,8 +177,8 @@ func wrongType(err error) bool {
 }
 
 // keyReads appends to cmds one read command per key of keys, made by build
-// from the key's keyset: the pipelined reads of PendingTriggersBatch. A key that is not valid fails the call, before
-// any I/O.
+// from the key's keyset: the pipelined reads of PendingTriggersBatch. A
+// key that is not valid fails the call, before any I/O.
 func (s *Store) keyReads(op string, keys []string, cmds rueidis.Commands, build func(keyset) rueidis.Completed) (rueidis.Commands, error) {
 	for _, k := range keys {
 		nkey, err := lease.NormalizeKey(k)
