@@ -56,8 +56,13 @@ type BatchAcquirer interface {
 // LastRuns sets spans[i] to the span of the last run recorded for keys[i]
 // (fleet.Store's ReleaseWithStatus: its start in the store's time, and its
 // end, that start plus its duration), zero when none was recorded; spans
-// must be as long as keys. A store that records no runs sets every span
-// to zero. Like LastRounds, it reads without a script.
+// must be as long as keys. While a lease holds keys[i], the span is its
+// holder's instead, from its acquisition to its expiry: the run in
+// progress, which its release has not recorded yet. The holder and the
+// record are read together, and a release removes the one and writes the
+// other at once, so a run that held the key at some instant is covered
+// by one of them. A store that records no runs sets every span of a key
+// not held to zero. Like LastRounds, it reads without a script.
 type RoundReader interface {
 	LastRounds(ctx context.Context, keys []string, rounds []int64) error
 	LastRuns(ctx context.Context, keys []string, spans []RunSpan) error

@@ -2,6 +2,7 @@ package leasetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,7 @@ var batchTests = []subtest{
 	{"AnswersAsAcquire", testBatchAnswers},
 	{"Empty", testBatchEmpty},
 	{"LastRounds", testLastRounds},
+	{"LastRunsWhileHeld", testLastRunsWhileHeld},
 }
 
 // testBatchAnswers: each request of a batch gets the answer Acquire gives
@@ -123,4 +125,25 @@ func testLastRounds(t *testing.T, env Env) {
 	assert.ErrorIs(t, err, lease.ErrInvalidArgument)
 	err = rr.LastRounds(ctx, []string{a, b}, make([]int64, 1))
 	assert.ErrorIs(t, err, lease.ErrInvalidArgument)
+}
+
+// testLastRunsWhileHeld: while a lease holds a key, LastRuns answers its
+// holder's span (from its acquisition to its expiry), which covers an
+// occurrence that came due during the run, before its release records it;
+// once released, the key's span is what the release recorded (none for a
+// plain release).
+func testLastRunsWhileHeld(t *testing.T, env Env) {
+	ctx := t.Context()
+	rr := env.Store.(lease.RoundReader)
+	k := testKey(t, "held")
+	l := acquire(t, env, k, longTTL, lease.WithRound(5))
+	spans := make([]lease.RunSpan, 1)
+	require.NoError(t, rr.LastRuns(ctx, []string{k}, spans))
+	assert.True(t, spans[0].Start.Equal(l.AcquiredAt), "from the holder's acquisition: %v against %v", spans[0].Start, l.AcquiredAt)
+	assert.False(t, spans[0].End.Before(l.ExpiresAt), "to its expiry: %v against %v", spans[0].End, l.ExpiresAt)
+	assert.True(t, spans[0].Covers(l.AcquiredAt.Add(time.Millisecond)), "an occurrence during the run")
+
+	require.NoError(t, env.Store.Release(ctx, l.ID))
+	require.NoError(t, rr.LastRuns(ctx, []string{k}, spans))
+	assert.Zero(t, spans[0], "a plain release records no run")
 }

@@ -82,9 +82,15 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
 	for i, k := range norm {
 		spans[i] = lease.RunSpan{}
-		if ks := s.keys[k]; ks != nil && ks.status != nil {
+		ks := s.keys[k]
+		switch {
+		case ks == nil:
+		case live(ks.cur, now): // the run in progress, not recorded yet
+			spans[i] = lease.RunSpan{Start: ks.cur.acquiredAt, End: ks.cur.expiresAt}
+		case ks.status != nil:
 			spans[i] = lease.RunSpan{Start: ks.status.Started, End: ks.status.Started.Add(ks.status.Duration)}
 		}
 	}

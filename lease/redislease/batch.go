@@ -89,14 +89,14 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 		return opErr(op, "", fmt.Errorf("%w: rounds must be as long as keys", lease.ErrInvalidArgument))
 	}
 	var bad unreadKeys
-	err := s.readStrings(ctx, op, keys, func(ks keyset) string { return ks.round }, func(i int, v string, found bool, err error) {
+	err := s.readStrings(ctx, op, keys, 1, func(dst []string, ks keyset) []string { return append(dst, ks.round) }, func(i int, vs []string, found []bool, err error) {
 		rounds[i] = 0
 		switch {
 		case err != nil:
 			bad.add(i, internalErr(op, "", err))
-		case !found:
+		case !found[0]:
 		default:
-			r, perr := strconv.ParseInt(v, 10, 64)
+			r, perr := strconv.ParseInt(vs[0], 10, 64)
 			if perr != nil {
 				bad.add(i, internalErr(op, "", fmt.Errorf("%w: round record is not a number", lease.ErrInternal)))
 				return
@@ -110,8 +110,11 @@ func (s *Store) LastRounds(ctx context.Context, keys []string, rounds []int64) e
 	return bad.err()
 }
 
-// LastRuns reads the status records of keys as LastRounds reads round
-// records and returns the span of each one's last run. See
+// LastRuns reads the status record and the lease record of each of keys
+// with one MGET (the two share the key's slot; the MGETs of many keys are
+// chunked as LastRounds's, one per key on a Cluster) and returns the span
+// of each one's last run: the holder's, from its acquisition to its
+// expiry, while a live lease holds the key, else the status record's. See
 // lease.RoundReader.
 func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSpan) error {
 	const op = "last runs"
@@ -119,24 +122,33 @@ func (s *Store) LastRuns(ctx context.Context, keys []string, spans []lease.RunSp
 		return opErr(op, "", fmt.Errorf("%w: spans must be as long as keys", lease.ErrInvalidArgument))
 	}
 	var bad unreadKeys
-	err := s.readStrings(ctx, op, keys, func(ks keyset) string { return ks.status(s.prefix) }, func(i int, v string, found bool, err error) {
+	names := func(dst []string, ks keyset) []string { return append(dst, ks.status(s.prefix), ks.data) }
+	err := s.readStrings(ctx, op, keys, 2, names, func(i int, vs []string, found []bool, _ error) {
 		spans[i] = lease.RunSpan{}
-		switch {
-		case err != nil:
-			bad.add(i, internalErr(op, "", err))
-		case !found:
-		default:
-			var r struct {
-				StartedAt  int64 `json:"startedAt"`
-				DurationMs int64 `json:"durationMs"`
-			}
-			if err := json.Unmarshal([]byte(v), &r); err != nil {
-				bad.add(i, internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal)))
+		if found[1] {
+			// A record that exists is live (its PX ends with its
+			// liveness): the run in progress.
+			p, err := parseRecord(vs[1])
+			if err != nil {
+				bad.add(i, internalErr(op, "", err))
 				return
 			}
-			start := time.UnixMilli(r.StartedAt)
-			spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
+			spans[i] = lease.RunSpan{Start: p.acquiredAt, End: p.expiresAt}
+			return
 		}
+		if !found[0] {
+			return
+		}
+		var r struct {
+			StartedAt  int64 `json:"startedAt"`
+			DurationMs int64 `json:"durationMs"`
+		}
+		if err := json.Unmarshal([]byte(vs[0]), &r); err != nil {
+			bad.add(i, internalErr(op, "", fmt.Errorf("%w: status is not JSON", lease.ErrInternal)))
+			return
+		}
+		start := time.UnixMilli(r.StartedAt)
+		spans[i] = lease.RunSpan{Start: start, End: start.Add(time.Duration(r.DurationMs) * time.Millisecond)}
 	})
 	if err != nil {
 		return err

@@ -310,4 +310,16 @@ func testClusterRoundReads(t *testing.T, client rueidis.Client) {
 	}
 	assert.Zero(t, rounds[len(keys)-2])
 	assert.Zero(t, rounds[len(keys)-1])
+
+	// The last runs: one MGET of the status and the lease record per key,
+	// in its slot; a key held answers its holder's span.
+	held, err := st.Acquire(ctx, clusterKeys[0], 30*time.Second, lease.WithRound(1000))
+	require.NoError(t, err)
+	spans := make([]lease.RunSpan, len(clusterKeys))
+	require.NoError(t, st.LastRuns(ctx, clusterKeys, spans))
+	assert.True(t, spans[0].Start.Equal(held.AcquiredAt), "the holder's span")
+	for i := 1; i < len(clusterKeys); i++ {
+		assert.Zero(t, spans[i], "key %q: plain releases record no run", clusterKeys[i])
+	}
+	require.NoError(t, held.Release(ctx))
 }
