@@ -192,16 +192,29 @@ func wrongType(err error) bool {
 // from the key's keyset: the pipelined reads of PendingTriggersBatch. A
 // key that is not valid fails the call, before any I/O.
 func (s *Store) keyReads(op string, keys []string, cmds rueidis.Commands, build func(keyset) rueidis.Completed) (rueidis.Commands, error) {
+	err := s.eachKeyset(op, keys, func(ks keyset) { cmds = append(cmds, build(ks)) })
+	if err != nil {
+		return nil, err
+	}
+	return cmds, nil
+}
+
+// eachKeyset calls fn with the keyset of each of keys, in order. A key
+// that is not valid fails the call with lease.ErrInvalidArgument, fn
+// having been called for the keys before it: the reads of many keys
+// (keyReads, readStrings) build their commands with it and send nothing
+// when it fails.
+func (s *Store) eachKeyset(op string, keys []string, fn func(keyset)) error {
 	for _, k := range keys {
 		nkey, err := lease.NormalizeKey(k)
 		if err != nil {
-			return nil, opErr(op, "", err)
+			return opErr(op, "", err)
 		}
 		ks, err := keysFor(s.prefix, nkey)
 		if err != nil {
-			return nil, opErr(op, "", err)
+			return opErr(op, "", err)
 		}
-		cmds = append(cmds, build(ks))
+		fn(ks)
 	}
-	return cmds, nil
+	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
-
-	"github.com/cronguard/cronguard/lease"
 )
 
 // errBadRead is the cause of a reply to a read that is not what its
@@ -43,16 +41,8 @@ const mgetChunk = 256
 func (s *Store) readStrings(ctx context.Context, op string, keys []string, width int, names func(dst []string, ks keyset) []string,
 	each func(i int, vs []string, found []bool, err error)) error {
 	all := make([]string, 0, len(keys)*width)
-	for _, k := range keys {
-		nkey, err := lease.NormalizeKey(k)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		ks, err := keysFor(s.prefix, nkey)
-		if err != nil {
-			return opErr(op, "", err)
-		}
-		all = names(all, ks)
+	if err := s.eachKeyset(op, keys, func(ks keyset) { all = names(all, ks) }); err != nil {
+		return err
 	}
 	if len(keys) == 0 {
 		return nil
