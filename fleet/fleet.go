@@ -28,6 +28,12 @@ type Replica struct {
 	// scheduler's preferred replica) read it to wait for a first choice
 	// whose clock runs behind theirs.
 	ClockOffset time.Duration
+	// ReadsIndex says the replica can read the fleet's index of open
+	// occurrences for the whole fleet and announce what is due (the
+	// scheduler: two replicas chosen among those that can read it each
+	// second, not every replica). Replicas of earlier versions leave it
+	// false, and are never chosen.
+	ReadsIndex bool
 	// Expires is when the entry lapses unless refreshed, in the store's
 	// time. Set by the store on read; ignored on publish.
 	Expires time.Time
@@ -287,6 +293,18 @@ type BatchReleaser interface {
 	ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []Status, triggers []int, errs []error)
 }
 
+// BatchPublisher is an optional interface of a Store that can publish
+// several messages on the control channel in one round trip; lease/redislease
+// and lease/memory implement it. The scheduler announces the due entries of
+// the fleet's index of open occurrences through it.
+//
+// PublishBatch publishes each message of msgs as Publish does, in order,
+// and returns the first error; the other messages may have been published
+// or not. An invalid message fails the call before any is published.
+type BatchPublisher interface {
+	PublishBatch(ctx context.Context, msgs []Message) error
+}
+
 // TriggerCounter is implemented by stores that count the live triggers
 // of many keys in one round trip; lease/redislease and lease/memory
 // implement it. A scheduler looks for the triggers that wait for its jobs
@@ -335,9 +353,11 @@ const (
 	MessageTrigger MessageKind = "trigger"
 	// MessageDone: the run of trigger Trigger on Key ended with Outcome.
 	MessageDone MessageKind = "done"
-	// MessageOpen: an attempt of Key's occurrence Round was released open
-	// and may be attempted at once (published by the scheduler after such
-	// a release, read by the replicas that have the job).
+	// MessageOpen: Key's occurrence Round is open and may be attempted at
+	// once (published by the scheduler after a release that leaves an
+	// attempt open, and by the replicas that read the index of open
+	// occurrences for the fleet when an entry is due; read by the replicas
+	// that have the job).
 	MessageOpen MessageKind = "open"
 	// MessageUnclaimed: Key's occurrence Round was left unclaimed by the
 	// replica preferred for it, which cannot run it (its earlier run of

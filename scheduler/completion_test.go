@@ -91,6 +91,15 @@ func (m *mortalStore) Publish(ctx context.Context, msg fleet.Message) error {
 	return m.Store.Publish(ctx, msg)
 }
 
+// PublishBatch keeps a dead replica's announcements from reaching the
+// shared store (the embedded store's would).
+func (m *mortalStore) PublishBatch(ctx context.Context, msgs []fleet.Message) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	return m.Store.PublishBatch(ctx, msgs)
+}
+
 func (m *mortalStore) IndexOccurrence(ctx context.Context, key string, round int64, deadline, at time.Time) error {
 	if err := m.check(); err != nil {
 		return err

@@ -51,6 +51,9 @@ type controlPlane struct {
 	// occurrences failed (warned once, until a read works again). Only
 	// the control loop reads and writes it.
 	indexFailing bool
+	// announceFailing: the last announcement of the index's due entries
+	// failed (warned once while it lasts).
+	announceFailing bool
 
 	// lastRead is when the registry was last read. Only the control loop
 	// reads and writes it.
@@ -353,7 +356,7 @@ func (cp *controlPlane) opContext() (context.Context, context.CancelFunc) {
 func (cp *controlPlane) publish() bool {
 	cp.measureFirstOffset()
 	r := fleet.Replica{ID: cp.s.cfg.instanceID, Version: Version, Started: cp.started, Refresh: cp.refresh,
-		ClockOffset: cp.offset}
+		ClockOffset: cp.offset, ReadsIndex: true}
 	for _, j := range cp.s.jobsSnapshot() {
 		if reg := j.registered(); reg != nil {
 			r.Jobs = append(r.Jobs, fleet.Job{Name: j.name, Key: j.key, Schedule: reg.schedule.String(),

@@ -106,6 +106,9 @@ type fleetView struct {
 	// offset is this replica's clock offset from the store, as its own
 	// entry published it (0 without one).
 	offset time.Duration
+	// index is this replica's role with the fleet's index of open
+	// occurrences (index_readers.go).
+	index indexRole
 }
 
 // candidates is a set of replicas, sorted by ID, with the hash of each ID,
@@ -150,7 +153,7 @@ func newFleetView(self string, replicas []fleet.Replica, mine map[string]string)
 	for _, r := range replicas {
 		offsets[r.ID] = r.ClockOffset
 	}
-	v := &fleetView{jobs: make(map[string]*candidates, len(byKey)), offset: offsets[self]}
+	v := &fleetView{jobs: make(map[string]*candidates, len(byKey)), offset: offsets[self], index: indexRoleOf(self, replicas)}
 	shared := map[string]*candidates{}
 	// The keys are mine's, which are the jobs' own strings: the view
 	// holds no copy of the keys the registry's entries were decoded with.

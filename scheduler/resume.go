@@ -13,13 +13,14 @@ import (
 
 // Finding open occurrences, without a store call per job: the fleet keeps
 // an index of the occurrences that are open or running (fleet.Store's
-// IndexOccurrence), each scored by when it may next be attempted. Each
-// replica's control loop reads the entries that are due once every
-// resumePoll, one command whatever the number of jobs, and a replica that
-// releases an attempt open with no backoff says so on the control channel
-// (fleet.MessageOpen), so that the others try at once. The index is a
-// hint: the store's completion record of the job decides, in the claim of
-// the next attempt (lease.WithResume).
+// IndexOccurrence), each scored by when it may next be attempted. Two
+// replicas' control loops read the entries that are due once every
+// resumePoll, one command whatever the number of jobs, and announce them
+// on the control channel (fleet.MessageOpen) to the replicas that have
+// their jobs (index_readers.go); a replica that releases an attempt open
+// with no backoff says so there too, so that the others try at once. The
+// index is a hint: the store's completion record of the job decides, in
+// the claim of the next attempt (lease.WithResume).
 //
 //   - A run with attempts indexes its occurrence when it starts, at its
 //     lease's expiry (plus lease.ExpiryTolerance): if its replica dies
@@ -28,13 +29,12 @@ import (
 //     2*resumePoll.
 //   - A claim that finds the lease still live (the run goes on, renewed)
 //     or the backoff not passed moves the entry to when it may be taken.
-//   - An entry of a job this replica does not have is left to the
-//     replicas that have it, unless its deadline has passed: then any
-//     replica gives it up (GiveUp), so that a job no replica has any more
-//     is still reported given up, once.
+//   - An entry past its deadline is given up by the replica that reads
+//     it (GiveUp), whether or not it has the job, so that a job no replica
+//     has any more is still reported given up, once.
 
-// resumePoll is how often a replica reads the fleet's index of open
-// occurrences.
+// resumePoll is how often a replica that reads the fleet's index of open
+// occurrences reads it.
 const resumePoll = time.Second
 
 // maxDue bounds the entries one read of the index returns.
@@ -142,11 +142,17 @@ func (s *Scheduler) afterClose(r *run, st fleet.Status) {
 }
 
 // lookForOpen reads the fleet's index of open occurrences once (the
-// control loop calls it every resumePoll): a due entry of a job this
-// replica has is offered to the job's owner, which claims its next attempt
-// unless it is busy; an entry past its deadline is given up, whichever
-// replica has its job.
+// control loop calls it every resumePoll) if this replica reads it
+// (index_readers.go): an entry past its deadline is given up, whichever
+// replica has its job; a reader for the fleet announces each other due
+// entry to the replicas that have its job, and a replica reading for
+// itself offers the entries of its own jobs to their owners, which claim
+// the next attempt unless they are busy.
 func (cp *controlPlane) lookForOpen() {
+	role := cp.s.view.Load().indexRole()
+	if role == indexNone {
+		return
+	}
 	ctx, cancel := cp.opContext()
 	defer cancel()
 	due, err := cp.store.DueOccurrences(ctx, maxDue)
@@ -164,14 +170,67 @@ func (cp *controlPlane) lookForOpen() {
 		cp.s.log.Info("the fleet's index of open occurrences can be read again")
 	}
 	s := cp.s
+	open := due[:0]
 	for _, d := range due {
 		if !d.Deadline.After(s.storeClock.Now()) {
 			cp.giveUp(d)
 			continue
 		}
-		if j := s.jobByKey(d.Key); j != nil {
-			j.deliver(input{kind: inResume, f: firing{ms: d.Round, kind: firedByResume}})
+		open = append(open, d)
+	}
+	if role == indexReadAnnounce && cp.announceDue(open) {
+		return
+	}
+	for _, d := range open {
+		cp.offer(d)
+	}
+}
+
+// announceDue publishes a fleet.MessageOpen for each due entry of the
+// index, in one round trip where the store can (fleet.BatchPublisher). It
+// reports whether the announcements also reach this replica's own jobs:
+// they were published and this replica is subscribed.
+func (cp *controlPlane) announceDue(due []fleet.Due) bool {
+	if len(due) == 0 {
+		return true
+	}
+	msgs := make([]fleet.Message, len(due))
+	for i, d := range due {
+		msgs[i] = fleet.Message{Kind: fleet.MessageOpen, Key: d.Key, Round: d.Round}
+	}
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	var err error
+	if bp, ok := cp.store.(fleet.BatchPublisher); ok {
+		err = bp.PublishBatch(ctx, msgs)
+	} else {
+		for _, m := range msgs {
+			if err = cp.store.Publish(ctx, m); err != nil {
+				break
+			}
 		}
+	}
+	switch {
+	case err != nil && !cp.announceFailing:
+		cp.announceFailing = true
+		cp.s.log.Warn("could not announce the fleet's due open occurrences; only this replica's own jobs are resumed from them until it works again",
+			slog.Int("occurrences", len(due)), slog.Any("error", err))
+		return false
+	case err != nil:
+		cp.s.log.Debug("could not announce the fleet's due open occurrences", slog.Int("occurrences", len(due)), slog.Any("error", err))
+		return false
+	case cp.announceFailing:
+		cp.announceFailing = false
+		cp.s.log.Info("the fleet's due open occurrences can be announced again")
+	}
+	return cp.unsub != nil
+}
+
+// offer offers due entry d to the owner of its job, if this replica has
+// it.
+func (cp *controlPlane) offer(d fleet.Due) {
+	if j := cp.s.jobByKey(d.Key); j != nil {
+		j.deliver(input{kind: inResume, f: firing{ms: d.Round, kind: firedByResume}})
 	}
 }
 

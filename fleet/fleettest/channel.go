@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 func testChannel(t *testing.T, env Env) {
@@ -21,10 +22,26 @@ func testChannel(t *testing.T, env Env) {
 	require.NoError(t, err)
 	require.NoError(t, env.Store.Publish(ctx, fleet.Message{Kind: fleet.MessageDone, Key: "job:chan", Trigger: tr.ID, Outcome: "succeeded"}))
 
-	want := []fleet.Message{
+	opens := []fleet.Message{
+		{Kind: fleet.MessageOpen, Key: "job:a", Round: 1_700_000_000_000},
+		{Kind: fleet.MessageOpen, Key: "job:b", Round: 1_700_000_001_000},
+	}
+	if bp, ok := env.Store.(fleet.BatchPublisher); ok {
+		err := bp.PublishBatch(ctx, []fleet.Message{opens[0], {Kind: fleet.MessageResync}})
+		require.ErrorIs(t, err, lease.ErrInvalidArgument, "a resync is the subscription's own")
+		assert.ErrorContains(t, err, "message 1")
+		require.NoError(t, bp.PublishBatch(ctx, nil))
+		require.NoError(t, bp.PublishBatch(ctx, opens))
+	} else {
+		for _, m := range opens {
+			require.NoError(t, env.Store.Publish(ctx, m))
+		}
+	}
+
+	want := append([]fleet.Message{
 		{Kind: fleet.MessageTrigger, Key: "job:chan", Trigger: tr.ID},
 		{Kind: fleet.MessageDone, Key: "job:chan", Trigger: tr.ID, Outcome: "succeeded"},
-	}
+	}, opens...) // the invalid batch published nothing
 	for _, w := range want {
 		timer := time.NewTimer(10 * time.Second)
 		select {

@@ -25,6 +25,7 @@ func testRegistry(t *testing.T, env Env) {
 	assert.Empty(t, conflicts)
 	r2 := replica("r2", job("a", "x"))
 	r2.ClockOffset = -412 * time.Millisecond
+	r2.ReadsIndex = true
 	_, err = env.Store.PublishReplica(ctx, r2, time.Minute)
 	require.NoError(t, err)
 
@@ -39,6 +40,8 @@ func testRegistry(t *testing.T, env Env) {
 	assert.False(t, all[0].Expires.IsZero(), "the store sets the expiry, in its own time")
 	assert.Zero(t, all[0].ClockOffset, "r1 published no offset")
 	assert.Equal(t, -412*time.Millisecond, all[1].ClockOffset, "r2's clock offset, to the millisecond")
+	assert.False(t, all[0].ReadsIndex, "r1 did not say it reads the index")
+	assert.True(t, all[1].ReadsIndex, "r2 said it reads the index")
 
 	gen, found, err := env.Store.RefreshReplica(ctx, "r1", time.Minute)
 	require.NoError(t, err)

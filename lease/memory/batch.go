@@ -9,9 +9,10 @@ import (
 )
 
 var (
-	_ lease.BatchAcquirer = (*Store)(nil)
-	_ lease.RoundReader   = (*Store)(nil)
-	_ fleet.BatchReleaser = (*Store)(nil)
+	_ lease.BatchAcquirer  = (*Store)(nil)
+	_ lease.RoundReader    = (*Store)(nil)
+	_ fleet.BatchReleaser  = (*Store)(nil)
+	_ fleet.BatchPublisher = (*Store)(nil)
 )
 
 // AcquireBatch makes the acquires of reqs one after the other, each as

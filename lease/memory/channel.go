@@ -112,6 +112,25 @@ func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 	return nil
 }
 
+// PublishBatch publishes each of msgs as Publish does, in order; an
+// invalid message fails the call before any is published. See
+// fleet.BatchPublisher.
+func (s *Store) PublishBatch(ctx context.Context, msgs []fleet.Message) error {
+	const op = "publish"
+	for i, m := range msgs {
+		if m.Kind == "" || m.Kind == fleet.MessageResync {
+			return opError(op, fmt.Errorf("%w: message %d: kind must be set and not %q", lease.ErrInvalidArgument, i, fleet.MessageResync))
+		}
+	}
+	if err := ctxError(ctx); err != nil {
+		return opError(op, err)
+	}
+	for _, m := range msgs {
+		s.channel.publish(m)
+	}
+	return nil
+}
+
 // Subscribe calls fn with every Message published on this Store (Publish,
 // AddTrigger) until stop is called. See fleet.Store. fn is called from one
 // goroutine that the subscription owns, in publish order; it must not call

@@ -89,6 +89,7 @@ func (s *Store) PublishReplica(ctx context.Context, r fleet.Replica, ttl time.Du
 		Jobs:    append([]fleet.Job(nil), r.Jobs...), // nil when empty, as lease/redislease reads it
 
 		ClockOffset: r.ClockOffset.Truncate(time.Millisecond),
+		ReadsIndex:  r.ReadsIndex,
 	}
 
 	s.mu.Lock()

@@ -15,7 +15,10 @@ import (
 	"github.com/cronguard/cronguard/lease"
 )
 
-var _ fleet.Store = (*Store)(nil)
+var (
+	_ fleet.Store          = (*Store)(nil)
+	_ fleet.BatchPublisher = (*Store)(nil)
+)
 
 // Publish sends m on the control channel (<prefix>:control).
 func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
@@ -27,6 +30,36 @@ func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 	err = s.client.Do(ctx, s.client.B().Publish().Channel(controlChannel(s.prefix)).Message(string(raw)).Build()).Error()
 	if err != nil {
 		return wrapErr(ctx, op, "", err)
+	}
+	return nil
+}
+
+// PublishBatch sends each of msgs on the control channel, in order, in
+// one round trip (pipelined PUBLISH commands). A message's kind must be
+// set and must not be fleet.MessageResync, which only Subscribe delivers.
+// See fleet.BatchPublisher.
+func (s *Store) PublishBatch(ctx context.Context, msgs []fleet.Message) error {
+	const op = "publish"
+	for i, m := range msgs {
+		if m.Kind == "" || m.Kind == fleet.MessageResync {
+			return opErr(op, "", fmt.Errorf("%w: message %d: kind must be set and not %q", lease.ErrInvalidArgument, i, fleet.MessageResync))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(msgs))
+	for i, m := range msgs {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return internalErr(op, "", err)
+		}
+		cmds[i] = s.client.B().Publish().Channel(controlChannel(s.prefix)).Message(string(raw)).Build()
+	}
+	for _, resp := range s.client.DoMulti(ctx, cmds...) {
+		if err := resp.Error(); err != nil {
+			return wrapErr(ctx, op, "", err)
+		}
 	}
 	return nil
 }

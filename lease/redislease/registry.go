@@ -26,6 +26,7 @@ type replicaRecord struct {
 	Jobs      []jobRecord `json:"jobs"`              // earlier versions: the jobs, inline; now null
 	JobList   string      `json:"jobList,omitempty"` // the digest of the job list (registry_entry.go)
 	OffsetMs  int64       `json:"clockOffsetMs,omitempty"`
+	Reads     bool        `json:"readsIndex,omitempty"`
 }
 
 type jobRecord struct {
@@ -249,7 +250,7 @@ func (s *Store) Replicas(ctx context.Context) ([]fleet.Replica, error) {
 		}
 		r := fleet.Replica{ID: rec.ID, Version: rec.Version, Started: time.UnixMilli(rec.StartedAt),
 			Refresh: time.Duration(rec.RefreshMs) * time.Millisecond, Expires: expires[ids[i]],
-			ClockOffset: time.Duration(rec.OffsetMs) * time.Millisecond}
+			ClockOffset: time.Duration(rec.OffsetMs) * time.Millisecond, ReadsIndex: rec.Reads}
 		if len(jobs) > 0 {
 			r.Jobs = jobs
 		}

@@ -54,6 +54,9 @@ func encodeEntry(r fleet.Replica, jobList string) string {
 		b.WriteString(`,"clockOffsetMs":`)
 		b.WriteString(strconv.FormatInt(off, 10))
 	}
+	if r.ReadsIndex {
+		b.WriteString(`,"readsIndex":true`)
+	}
 	b.WriteByte('}')
 	return b.String()
 }
@@ -159,6 +162,7 @@ func decodeEntryFast(raw string) (rec replicaRecord, jobs []fleet.Job, ok bool) 
 	if p.lit(`,"clockOffsetMs":`) && (!p.int(&rec.OffsetMs) || rec.OffsetMs == 0) { // omitempty: never 0
 		return replicaRecord{}, nil, false
 	}
+	rec.Reads = p.lit(`,"readsIndex":true`) // omitempty: never false
 	if !p.lit("}") || p.i != len(raw) {
 		return replicaRecord{}, nil, false
 	}

@@ -130,12 +130,12 @@ func BenchmarkDecodeEntry(b *testing.B) {
 // FuzzEncodeEntry holds encodeEntry to encoding/json: the same bytes as
 // json.Marshal of the replicaRecord, whatever the strings hold.
 func FuzzEncodeEntry(f *testing.F) {
-	f.Add("replica-1", "v1", "job:a", "every 1m0s", "q0Jx", int64(1764130000123), int64(5000), int64(-12), 2)
-	f.Add("r\xff", "<&>", "\u2028\"", "\t", "", int64(-1), int64(0), int64(0), 0)
-	f.Fuzz(func(t *testing.T, id, version, name, schedule, fp string, startedMs, refreshMs, offsetMs int64, jobs int) {
+	f.Add("replica-1", "v1", "job:a", "every 1m0s", "q0Jx", int64(1764130000123), int64(5000), int64(-12), 2, true)
+	f.Add("r\xff", "<&>", "\u2028\"", "\t", "", int64(-1), int64(0), int64(0), 0, false)
+	f.Fuzz(func(t *testing.T, id, version, name, schedule, fp string, startedMs, refreshMs, offsetMs int64, jobs int, reads bool) {
 		r := fleet.Replica{ID: id, Version: version, Started: time.UnixMilli(startedMs),
-			Refresh: time.Duration(refreshMs) * time.Millisecond, ClockOffset: time.Duration(offsetMs) * time.Millisecond}
-		rec := replicaRecord{ID: id, Version: version, StartedAt: startedMs, RefreshMs: refreshMs, OffsetMs: offsetMs}
+			Refresh: time.Duration(refreshMs) * time.Millisecond, ClockOffset: time.Duration(offsetMs) * time.Millisecond, ReadsIndex: reads}
+		rec := replicaRecord{ID: id, Version: version, StartedAt: startedMs, RefreshMs: refreshMs, OffsetMs: offsetMs, Reads: reads}
 		for i := range jobs % 4 {
 			j := fleet.Job{Name: name + strconv.Itoa(i), Key: "job:" + name, Schedule: schedule, Spec: schedule + fp, Fingerprint: fp}
 			r.Jobs = append(r.Jobs, j)
@@ -233,15 +233,20 @@ func TestEncodeEntry_NoJobsIsNull(t *testing.T) {
 
 func TestDecodeEntry_AnEntryNamingItsJobList(t *testing.T) {
 	r := fleet.Replica{ID: "replica-1", Version: "v1", Started: time.UnixMilli(1764130000123), Refresh: 5 * time.Second,
-		ClockOffset: -7 * time.Millisecond, Jobs: []fleet.Job{{Name: "a"}}}
+		ClockOffset: -7 * time.Millisecond, ReadsIndex: true, Jobs: []fleet.Job{{Name: "a"}}}
 	raw := encodeEntry(r, "q0Jx1cM2Zb3vU8aWq0Jx1c")
 	rec, jobs, ok := decodeEntryFast(raw)
 	require.True(t, ok, raw)
 	assert.Empty(t, jobs, "the jobs are in the list, not in the entry")
 	assert.Equal(t, replicaRecord{ID: "replica-1", Version: "v1", StartedAt: 1764130000123, RefreshMs: 5000,
-		JobList: "q0Jx1cM2Zb3vU8aWq0Jx1c", OffsetMs: -7}, rec)
+		JobList: "q0Jx1cM2Zb3vU8aWq0Jx1c", OffsetMs: -7, Reads: true}, rec)
 	_, _, ok = decodeEntryFast(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"jobList":""}`)
 	assert.False(t, ok, "an empty digest is not the written form (omitempty)")
+	_, _, ok = decodeEntryFast(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"readsIndex":false}`)
+	assert.False(t, ok, "false is not the written form (omitempty)")
+	rec, _, err := decodeEntry(`{"id":"r","version":"v","startedAt":1,"refreshMs":2,"jobs":null,"readsIndex":false}`)
+	require.NoError(t, err, "encoding/json reads what the fast form does not")
+	assert.False(t, rec.Reads)
 }
 
 // BenchmarkEncodeEntry compares encodeEntry with encoding/json (as
