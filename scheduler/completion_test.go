@@ -165,6 +165,20 @@ func (l *attemptLog) all() []attemptRec {
 	return append([]attemptRec(nil), l.attempts...)
 }
 
+// firstAttemptCut returns a job whose first attempt runs until its
+// context ends (Shutdown, a lost lease) and whose later attempts commit
+// their effect in fx; log records each.
+func firstAttemptCut(log *attemptLog, fx *effects) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r, i := log.begin(ctx)
+		if r.Attempt == 1 {
+			<-ctx.Done()
+			return log.end(i, context.Cause(ctx))
+		}
+		return log.end(i, fx.commit(r))
+	}
+}
+
 // effects is a fenced resource in the manner of fencing.AdvanceOnce: one
 // effect per occurrence; a later attempt of a committed occurrence gets
 // fencing.ErrDuplicate.
@@ -199,14 +213,7 @@ func TestScheduler_Completion_ShutdownResumesOnAnotherReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		log, fx := newAttemptLog(), newEffects()
-		job := func(ctx context.Context) error {
-			r, i := log.begin(ctx)
-			if r.Attempt == 1 {
-				<-ctx.Done() // a long nightly run, cut by Shutdown
-				return log.end(i, context.Cause(ctx))
-			}
-			return log.end(i, fx.commit(r))
-		}
+		job := firstAttemptCut(log, fx) // a long nightly run, cut by Shutdown
 		time.Sleep(30 * time.Second) // off the hourly grid
 		logs := map[string]*logRecorder{"a": {}, "b": {}}
 		evs := map[string]*events{"a": {}, "b": {}}
@@ -262,14 +269,7 @@ func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 		shared := newMemoryStore(t, nil)
 		stores := map[string]*mortalStore{"a": {Store: shared}, "b": {Store: shared}}
 		log, fx := newAttemptLog(), newEffects()
-		job := func(ctx context.Context) error {
-			r, i := log.begin(ctx)
-			if r.Attempt == 1 {
-				<-ctx.Done()
-				return log.end(i, context.Cause(ctx))
-			}
-			return log.end(i, fx.commit(r))
-		}
+		job := firstAttemptCut(log, fx)
 		const ttl = 3 * time.Second
 		time.Sleep(30 * time.Second)
 		evs := map[string]*events{"a": {}, "b": {}}
@@ -290,15 +290,24 @@ func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 		resumed := time.Now()
 		synctest.Wait()
 
-		assert.Equal(t, other, second.Replica)
-		assert.Equal(t, 2, second.Attempt)
-		assert.True(t, second.Occurrence.Equal(first.Occurrence))
-		assert.Greater(t, second.Fence, first.Fence)
-		assert.LessOrEqual(t, resumed.Sub(died), ttl+2*time.Second, "resumed within TTL + 2s of the death")
-		assert.Equal(t, 1, fx.count())
+		assertResumedAfterDeath(t, first, second, other, resumed.Sub(died), ttl, fx)
 		assert.Equal(t, uint64(1), scheds[other].Stats().Succeeded)
 		assert.Empty(t, evs[other].of(EventGivenUp))
 	})
+}
+
+// assertResumedAfterDeath checks that second, the attempt after first's
+// holder died, ran on replica on as attempt 2 of the same occurrence with
+// a greater fence, within TTL + 2s of the death (took), and that the
+// effect committed once.
+func assertResumedAfterDeath(t *testing.T, first, second Run, on string, took, ttl time.Duration, fx *effects) {
+	t.Helper()
+	assert.Equal(t, on, second.Replica)
+	assert.Equal(t, 2, second.Attempt)
+	assert.True(t, second.Occurrence.Equal(first.Occurrence), "the same occurrence")
+	assert.Greater(t, second.Fence, first.Fence, "a new, greater fence")
+	assert.LessOrEqual(t, took, ttl+2*time.Second, "resumed within TTL + 2s of the death")
+	assert.Equal(t, 1, fx.count(), "the effect committed once")
 }
 
 // An attempt that committed its effect and died before it returned: the

@@ -172,9 +172,10 @@
 // claim as every other run (pause, overlap, concurrency limit and clock
 // rules apply): within a second of a release that left it open (Shutdown
 // releases it so, and announces it on the control channel), and within
-// TTL + 2s of its holder's death (every replica reads the fleet's index of
-// open occurrences once a second, one store command whatever the number
-// of jobs). Interrupted attempts are resumed up to DefaultAttempts in all
+// TTL + 2s of its holder's death (two replicas read the fleet's index of
+// open occurrences once a second, one store command each whatever the
+// number of jobs and replicas, and announce what is due on the control
+// channel). Interrupted attempts are resumed up to DefaultAttempts in all
 // (WithAttempts); failed ones only with WithRetry, after its backoff. No
 // attempt starts at or after the occurrence's deadline (the next
 // occurrence, or WithAttemptWindow): an occurrence out of attempts or of

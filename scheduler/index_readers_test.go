@@ -157,14 +157,7 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		}
 
 		log, fx := newAttemptLog(), newEffects()
-		job := func(ctx context.Context) error {
-			r, i := log.begin(ctx)
-			if r.Attempt == 1 {
-				<-ctx.Done()
-				return log.end(i, context.Cause(ctx))
-			}
-			return log.end(i, fx.commit(r))
-		}
+		job := firstAttemptCut(log, fx)
 		const ttl = 3 * time.Second
 		time.Sleep(30 * time.Second) // off the hourly grid
 		stores := map[string]*indexReads{}
@@ -195,12 +188,7 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		resumed := time.Now()
 		synctest.Wait()
 
-		assert.Equal(t, survivor, second.Replica)
-		assert.Equal(t, 2, second.Attempt)
-		assert.True(t, second.Occurrence.Equal(first.Occurrence))
-		assert.Greater(t, second.Fence, first.Fence)
-		assert.LessOrEqual(t, resumed.Sub(died), ttl+2*time.Second, "resumed within TTL + 2s of the death")
-		assert.Equal(t, 1, fx.count())
+		assertResumedAfterDeath(t, first, second, survivor, resumed.Sub(died), ttl, fx)
 		assert.Zero(t, stores[survivor].n.Load(), "the replica that resumed never read the index")
 		assert.Positive(t, stores[readers[1]].n.Load(), "the reader left read it")
 	})
