@@ -214,7 +214,7 @@ func TestScheduler_Completion_ShutdownResumesOnAnotherReplica(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		log, fx := newAttemptLog(), newEffects()
 		job := firstAttemptCut(log, fx) // a long nightly run, cut by Shutdown
-		time.Sleep(30 * time.Second) // off the hourly grid
+		time.Sleep(30 * time.Second)    // off the hourly grid
 		logs := map[string]*logRecorder{"a": {}, "b": {}}
 		evs := map[string]*events{"a": {}, "b": {}}
 		scheds := map[string]*Scheduler{}
