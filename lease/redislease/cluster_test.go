@@ -54,6 +54,7 @@ func TestStore_Cluster(t *testing.T) {
 		})
 	})
 	t.Run("CompletionIndex", func(t *testing.T) { testClusterCompletionIndex(t, client) })
+	t.Run("PublishBatch", func(t *testing.T) { testClusterPublishBatch(t, c, client) })
 	t.Run("RoundReadsKeyByKey", func(t *testing.T) { testClusterRoundReads(t, client) })
 	t.Run("FairConformance", func(t *testing.T) {
 		leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
@@ -322,4 +323,35 @@ func testClusterRoundReads(t *testing.T, client rueidis.Client) {
 		assert.Zero(t, spans[i], "key %q: plain releases record no run", clusterKeys[i])
 	}
 	require.NoError(t, held.Release(ctx))
+}
+
+// testClusterPublishBatch: the announcements of a reader of the index
+// (PublishBatch, pipelined PUBLISH commands that the cluster routes to
+// several nodes) reach a subscriber of another client, each once and in
+// order.
+func testClusterPublishBatch(t *testing.T, c *testutil.Cluster, client rueidis.Client) {
+	ctx := t.Context()
+	prefix := uniquePrefix()
+	pub, err := New(client, WithPrefix(prefix))
+	require.NoError(t, err)
+	sub, err := New(c.Client(t), WithPrefix(prefix))
+	require.NoError(t, err)
+	got := make(chan fleet.Message, 64)
+	stop, err := sub.Subscribe(ctx, func(m fleet.Message) { got <- m })
+	require.NoError(t, err)
+	defer stop()
+
+	var msgs []fleet.Message
+	for i, k := range clusterKeys {
+		msgs = append(msgs, fleet.Message{Kind: fleet.MessageOpen, Key: "job:" + k, Round: int64(1_700_000_000_000 + i)})
+	}
+	require.NoError(t, pub.PublishBatch(ctx, msgs))
+	for _, want := range msgs {
+		select {
+		case m := <-got:
+			assert.Equal(t, want, m)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no message %v within 10s", want)
+		}
+	}
 }
