@@ -193,3 +193,44 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		assert.Positive(t, stores[readers[1]].n.Load(), "the reader left read it")
 	})
 }
+
+// noAnnounce is a replica's store whose announcements on the control
+// channel fail.
+type noAnnounce struct{ *mortalStore }
+
+func (noAnnounce) PublishBatch(context.Context, []fleet.Message) error { return errDead }
+
+// A reader whose announcements fail still offers the due entries of its
+// own jobs: the holder of a run dies, the other replica (a reader whose
+// announcements fail) resumes its occurrence within TTL + 2s, and warns
+// once that it could not announce.
+func TestScheduler_IndexReaders_AnnouncementFailsOffersItsOwnJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := newMemoryStore(t, nil)
+		log, fx := newAttemptLog(), newEffects()
+		job := firstAttemptCut(log, fx)
+		const ttl = 3 * time.Second
+		time.Sleep(30 * time.Second) // off the hourly grid
+		mortal := map[string]*mortalStore{"a": {Store: shared}, "b": {Store: shared}}
+		logs := map[string]*logRecorder{"a": {}, "b": {}}
+		scheds := map[string]*Scheduler{}
+		for _, id := range []string{"a", "b"} {
+			scheds[id] = newScheduler(t, noAnnounce{mortal[id]}, WithInstanceID(id), WithLogger(logs[id].logger()))
+			require.NoError(t, scheds[id].Register("nightly", Every(time.Hour), job, WithTTL(ttl)))
+			require.NoError(t, scheds[id].Start())
+		}
+		first := <-log.started
+		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
+		require.Equal(t, indexReadAnnounce, scheds[other].view.Load().indexRole(), "two replicas: both read for the fleet")
+		time.Sleep(10 * time.Second)
+		mortal[holder].kill()
+		died := time.Now()
+		second := <-log.started
+		resumed := time.Now()
+		synctest.Wait()
+
+		assertResumedAfterDeath(t, first, second, other, resumed.Sub(died), ttl, fx)
+		assert.Equal(t, 1, logs[other].count("WARN",
+			"could not announce the fleet's due open occurrences; only this replica's own jobs are resumed from them until it works again"), "warned once")
+	})
+}
