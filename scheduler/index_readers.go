@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"log/slog"
 	"slices"
 
 	"github.com/cronguard/cronguard/fleet"
@@ -90,4 +91,44 @@ func (v *fleetView) indexRole() indexRole {
 		return indexReadOwn
 	}
 	return v.index
+}
+
+// announceDue publishes a fleet.MessageOpen for each due entry of the
+// index, in one round trip where the store can (fleet.BatchPublisher). It
+// reports whether the announcements also reach this replica's own jobs:
+// they were published and this replica is subscribed.
+func (cp *controlPlane) announceDue(due []fleet.Due) bool {
+	if len(due) == 0 {
+		return true
+	}
+	msgs := make([]fleet.Message, len(due))
+	for i, d := range due {
+		msgs[i] = fleet.Message{Kind: fleet.MessageOpen, Key: d.Key, Round: d.Round}
+	}
+	ctx, cancel := cp.opContext()
+	defer cancel()
+	var err error
+	if bp, ok := cp.store.(fleet.BatchPublisher); ok {
+		err = bp.PublishBatch(ctx, msgs)
+	} else {
+		for _, m := range msgs {
+			if err = cp.store.Publish(ctx, m); err != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case err != nil && !cp.announceFailing:
+		cp.announceFailing = true
+		cp.s.log.Warn("could not announce the fleet's due open occurrences; only this replica's own jobs are resumed from them until it works again",
+			slog.Int("occurrences", len(due)), slog.Any("error", err))
+		return false
+	case err != nil:
+		cp.s.log.Debug("could not announce the fleet's due open occurrences", slog.Int("occurrences", len(due)), slog.Any("error", err))
+		return false
+	case cp.announceFailing:
+		cp.announceFailing = false
+		cp.s.log.Info("the fleet's due open occurrences can be announced again")
+	}
+	return cp.unsub != nil
 }
