@@ -173,9 +173,10 @@
 // rules apply): within a second of a release that left it open (Shutdown
 // releases it so, and announces it on the control channel), and within
 // TTL + 2s of its holder's death (two replicas read the fleet's index of
-// open occurrences once a second, one store command each whatever the
-// number of jobs and replicas, and announce what is due on the control
-// channel). Interrupted attempts are resumed up to DefaultAttempts in all
+// open occurrences once a second and announce what is due on the control
+// channel, and the others read it for their own jobs about twice a second
+// in all: one store command per read whatever the number of jobs, about
+// four reads a second whatever the number of replicas). Interrupted attempts are resumed up to DefaultAttempts in all
 // (WithAttempts); failed ones only with WithRetry, after its backoff. No
 // attempt starts at or after the occurrence's deadline (the next
 // occurrence, or WithAttemptWindow): an occurrence out of attempts or of

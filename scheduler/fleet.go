@@ -54,6 +54,9 @@ type controlPlane struct {
 	// announceFailing: the last announcement of the index's due entries
 	// failed (warned once while it lasts).
 	announceFailing bool
+	// indexPolls counts the polls of the index, read or not
+	// (index_readers.go: a replica that is not a reader reads at some).
+	indexPolls int
 
 	// lastRead is when the registry was last read. Only the control loop
 	// reads and writes it.

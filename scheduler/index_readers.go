@@ -11,31 +11,37 @@ import (
 // replica read it every resumePoll, a fleet of R replicas would run R
 // reads a second whatever its load: at 20 replicas and 100 occurrences a
 // second, 0.2 scripts per occurrence for an index that is empty but for
-// crashes and retries. So two replicas read it for the whole fleet:
+// crashes and retries. So the fleet reads it about four times a second,
+// whatever its size:
 //
-//   - The readers are the two live replicas ranked first by rendezvous
-//     hashing of a fixed token over those whose registry entries say they
-//     read it (fleet.Replica.ReadsIndex, which every replica of this
-//     version publishes): the same two on every replica with the same
-//     view, whatever jobs each has. The others do not read it.
-//   - A reader announces each due entry on the control channel
-//     (fleet.MessageOpen, as a release that leaves an attempt open does),
-//     which brings it to every replica that has the job, the reader's own
-//     subscription included; there the job's owner offers it to the
-//     preferred replica of the occurrence (prefer.go), as before. A reader
-//     whose announcement fails, or that is not subscribed, also offers the
-//     entries of its own jobs itself. Entries past their deadline it gives
-//     up, as every replica did before.
-//   - Two, so that one reader that dies or stalls costs no resume
+//   - Two readers, the live replicas ranked first by rendezvous hashing
+//     of a fixed token over those whose registry entries say they read it
+//     (fleet.Replica.ReadsIndex, which every replica of this version
+//     publishes), read it every resumePoll: the same two on every replica
+//     with the same view, whatever jobs each has. A reader announces each
+//     due entry on the control channel (fleet.MessageOpen, as a release
+//     that leaves an attempt open does), which brings it to every replica
+//     that has the job, the reader's own subscription included; there the
+//     job's owner offers it to the preferred replica of the occurrence
+//     (prefer.go), as before. A reader whose announcement fails, or that
+//     is not subscribed, also offers the entries of its own jobs itself.
+//   - Every other replica reads it for itself, offering the entries of its
+//     own jobs and announcing nothing, once every indexEvery polls: the
+//     others together read about twice a second. That covers the readers
+//     dying together (two replicas of one machine): their runs come due
+//     and are resumed by the replicas that have their jobs, without
+//     waiting for the registry to drop the readers and name new ones.
+//   - Two readers, so that one that dies or stalls costs no resume
 //     latency: the other still reads every resumePoll, and the registry
-//     drops the dead one within a lapse, which moves the role on. Both
-//     gone at once delays the resumes until then.
-//   - A replica reads for itself, offering the entries of its own jobs
-//     and announcing nothing, while it has no view of the fleet or its own
-//     entry is not in it yet (it just started, or its entry lapsed), as
-//     every replica did before. Replicas of earlier versions do what they
-//     did (they do not publish ReadsIndex) and are never chosen.
-//   - The two readers, and a replica reading for itself, may offer one
+//     drops the dead one within a lapse, which moves the role on.
+//   - A replica reads for itself every resumePoll while it has no view of
+//     the fleet or its own entry is not in it yet (it just started, or its
+//     entry lapsed), as every replica did before. Replicas of earlier
+//     versions do what they did (they do not publish ReadsIndex) and are
+//     never chosen.
+//   - Whoever reads gives up the entries past their deadline (GiveUp
+//     reports one caller first).
+//   - The readers' announcements and the others' own reads may offer one
 //     entry twice: a pending claim or a run of the job absorbs the second,
 //     and the rounds decide the rest.
 
@@ -46,14 +52,15 @@ const indexToken = "cronguard:open-index"
 // indexReaders is how many replicas read the index for the fleet.
 const indexReaders = 2
 
-// indexRole is what a replica does with the fleet's index.
-type indexRole uint8
+// indexRole is what a replica does with the fleet's index, and how often.
+type indexRole struct {
+	announce bool // a reader for the fleet: announce each due entry (else offer those of its own jobs)
+	every    int  // read it once every this many polls (1: every resumePoll)
+}
 
-const (
-	indexReadOwn      indexRole = iota // read it and offer the entries of its own jobs (no view, or not in it yet)
-	indexReadAnnounce                  // a reader for the fleet: read it and announce each due entry
-	indexNone                          // another replica reads it
-)
+// indexReadOwn is the role of a replica without a place in a view of the
+// fleet: it reads the index every resumePoll for its own jobs.
+var indexReadOwn = indexRole{every: 1}
 
 // indexRoleOf returns replica self's role with the index, among the live
 // replicas of the registry.
@@ -67,25 +74,30 @@ func indexRoleOf(self string, replicas []fleet.Replica) indexRole {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	me := slices.Index(ids, self)
-	if me < 0 {
-		return indexReadOwn
+	if me < 0 || len(replicas) < 2 {
+		return indexReadOwn // not in the view, or alone: nobody to announce to
 	}
 	seeds := make([]uint64, len(ids))
 	for i, id := range ids {
 		seeds[i] = fnv1a(fnvOffset, id)
 	}
 	first, second := rank(seeds, fnv1a(fnvOffset, indexToken), 0)
-	if me != first && me != second {
-		return indexNone
+	if me == first || me == second {
+		return indexRole{announce: true, every: 1}
 	}
-	if len(replicas) < 2 {
-		return indexReadOwn // alone: nobody to announce to
-	}
-	return indexReadAnnounce
+	return indexRole{every: indexEvery(len(ids))}
+}
+
+// indexEvery returns how many polls apart each of the replicas that are
+// not readers reads the index in a fleet of n that read it: they read
+// about indexReaders times a second in all, and at least every second.
+func indexEvery(n int) int {
+	others := n - indexReaders
+	return max(1, (others+indexReaders-1)/indexReaders)
 }
 
 // indexRole returns this replica's role with the fleet's index: reading
-// for itself without a view.
+// for itself every resumePoll without a view.
 func (v *fleetView) indexRole() indexRole {
 	if v == nil {
 		return indexReadOwn

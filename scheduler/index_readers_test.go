@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cronguard/cronguard/fleet"
+	"github.com/cronguard/cronguard/lease"
 )
 
 // readersOf returns the replicas that read the index for the fleet, each
@@ -20,7 +21,7 @@ import (
 func readersOf(replicas []fleet.Replica) []string {
 	var readers []string
 	for _, r := range replicas {
-		if indexRoleOf(r.ID, replicas) == indexReadAnnounce {
+		if indexRoleOf(r.ID, replicas).announce {
 			readers = append(readers, r.ID)
 		}
 	}
@@ -36,16 +37,26 @@ func replicasNamed(n int, reads bool) []fleet.Replica {
 }
 
 func TestIndexRole_TwoReadersWhateverTheFleet(t *testing.T) {
-	for _, n := range []int{2, 3, 10, 20, 50} {
+	for _, n := range []int{2, 3, 4, 5, 10, 20, 50} {
 		replicas := replicasNamed(n, true)
-		none := 0
+		assert.Len(t, readersOf(replicas), 2, "%d replicas", n)
+		perSecond := 0.0 // reads of the index by the fleet, per resumePoll
 		for _, r := range replicas {
-			if indexRoleOf(r.ID, replicas) == indexNone {
-				none++
+			role := indexRoleOf(r.ID, replicas)
+			require.Positive(t, role.every)
+			perSecond += 1 / float64(role.every)
+			if !role.announce {
+				assert.Equal(t, indexEvery(n), role.every, "%d replicas: %s is not a reader", n, r.ID)
 			}
 		}
-		assert.Equal(t, n-2, none, "%d replicas: all but two leave the index to the readers", n)
-		assert.Len(t, readersOf(replicas), 2, "%d replicas", n)
+		assert.LessOrEqual(t, perSecond, 4+1e-9, "%d replicas: the fleet reads at most four times a second", n)
+		assert.GreaterOrEqual(t, perSecond, min(float64(n), 3.0), "%d replicas: the others read about twice a second in all", n)
+	}
+}
+
+func TestIndexEvery_Rule(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 2, 7: 3, 10: 4, 20: 9, 50: 24} {
+		assert.Equal(t, want, indexEvery(n), "%d replicas", n)
 	}
 }
 
@@ -67,16 +78,16 @@ func TestIndexRole_OnlyReplicasThatSayTheyReadAreChosen(t *testing.T) {
 		old[i].ID = "old-" + old[i].ID
 	}
 	replicas := append(old, fleet.Replica{ID: "new", ReadsIndex: true})
-	assert.Equal(t, indexReadAnnounce, indexRoleOf("new", replicas),
+	assert.Equal(t, indexRole{announce: true, every: 1}, indexRoleOf("new", replicas),
 		"the only replica that reads for the fleet reads, among old ones that read for themselves or not at all")
 
 	replicas = append(old, fleet.Replica{ID: "new-1", ReadsIndex: true}, fleet.Replica{ID: "new-2", ReadsIndex: true},
 		fleet.Replica{ID: "new-3", ReadsIndex: true})
-	var roles []indexRole
+	var announce []bool
 	for _, id := range []string{"new-1", "new-2", "new-3"} {
-		roles = append(roles, indexRoleOf(id, replicas))
+		announce = append(announce, indexRoleOf(id, replicas).announce)
 	}
-	assert.ElementsMatch(t, []indexRole{indexReadAnnounce, indexReadAnnounce, indexNone}, roles)
+	assert.ElementsMatch(t, []bool{true, true, false}, announce, "two readers among the three that can read")
 }
 
 func TestIndexRole_ReadsForItselfWithoutAPlaceInTheView(t *testing.T) {
@@ -99,10 +110,10 @@ func (c *indexReads) DueOccurrences(ctx context.Context, limit int) ([]fleet.Due
 	return c.mortalStore.DueOccurrences(ctx, limit)
 }
 
-// A fleet of five replicas reads its index of open occurrences twice a
-// second, not five times: the two readers every resumePoll, the others
-// not at all.
-func TestScheduler_IndexReaders_TwoReadForTheFleet(t *testing.T) {
+// A fleet of five replicas reads its index of open occurrences three and a
+// half times a second, not five: the two readers every resumePoll, the
+// three others every indexEvery(5) = 2.
+func TestScheduler_IndexReaders_TheFleetReadsAtAFixedRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := newMemoryStore(t, nil)
 		ids := []string{"a", "b", "c", "d", "e"}
@@ -117,6 +128,7 @@ func TestScheduler_IndexReaders_TwoReadForTheFleet(t *testing.T) {
 		}
 		readers := readersOf(replicas)
 		require.Len(t, readers, 2)
+		require.Equal(t, 2, indexEvery(len(ids)))
 
 		time.Sleep(10 * time.Second) // every replica has read the registry
 		for _, st := range stores {
@@ -129,32 +141,26 @@ func TestScheduler_IndexReaders_TwoReadForTheFleet(t *testing.T) {
 			if slices.Contains(readers, id) {
 				assert.InDelta(t, 20, n, 1, "reader %s reads every resumePoll", id)
 			} else {
-				assert.Zero(t, n, "replica %s leaves the index to the readers", id)
+				assert.InDelta(t, 10, n, 1, "replica %s reads every other resumePoll", id)
 			}
 		}
 	})
 }
 
+// noIndex is a replica's store that cannot read the fleet's index.
+type noIndex struct{ *indexReads }
+
+func (noIndex) DueOccurrences(context.Context, int) ([]fleet.Due, error) { return nil, errDead }
+
 // A replica dies during a run of a job that neither reader has, and one
-// of the readers dies with it: the other reader announces the occurrence
-// when it comes due, and the replica left with the job resumes it within
-// TTL + 2s of the death, though it never reads the index itself.
+// of the readers dies with it. The replica left with the job cannot read
+// the index itself: the other reader announces the occurrence when it
+// comes due, and that replica resumes it within TTL + 2s of the death.
 func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared := newMemoryStore(t, nil)
 		ids := []string{"a", "b", "c", "d"}
-		var replicas []fleet.Replica
-		for _, id := range ids {
-			replicas = append(replicas, fleet.Replica{ID: id, ReadsIndex: true})
-		}
-		readers := readersOf(replicas)
-		require.Len(t, readers, 2)
-		var others []string
-		for _, id := range ids {
-			if !slices.Contains(readers, id) {
-				others = append(others, id)
-			}
-		}
+		readers, others := rolesOf(ids)
 
 		log, fx := newAttemptLog(), newEffects()
 		job := firstAttemptCut(log, fx)
@@ -164,7 +170,11 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		scheds := map[string]*Scheduler{}
 		for _, id := range ids {
 			stores[id] = &indexReads{mortalStore: &mortalStore{Store: shared}}
-			scheds[id] = newScheduler(t, stores[id], WithInstanceID(id))
+			var st lease.Store = stores[id]
+			if !slices.Contains(readers, id) {
+				st = noIndex{stores[id]}
+			}
+			scheds[id] = newScheduler(t, st, WithInstanceID(id))
 			if slices.Contains(readers, id) {
 				require.NoError(t, scheds[id].Register("other", Every(time.Hour), func(context.Context) error { return nil }))
 			} else {
@@ -180,7 +190,6 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 			survivor = others[1]
 		}
 		time.Sleep(10 * time.Second) // the holder renews its lease a few times
-		stores[survivor].n.Store(0)
 		stores[holder].kill()
 		stores[readers[0]].kill()
 		died := time.Now()
@@ -189,9 +198,70 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		synctest.Wait()
 
 		assertResumedAfterDeath(t, first, second, survivor, resumed.Sub(died), ttl, fx)
-		assert.Zero(t, stores[survivor].n.Load(), "the replica that resumed never read the index")
 		assert.Positive(t, stores[readers[1]].n.Load(), "the reader left read it")
 	})
+}
+
+// Both readers die with the holder of a run (three replicas of one
+// machine): the replica left with the job reads the index for itself and
+// resumes the occurrence within TTL + 2s of the death, without waiting for
+// the registry to drop the readers.
+func TestScheduler_IndexReaders_BothReadersDie(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := newMemoryStore(t, nil)
+		ids := []string{"a", "b", "c", "d"}
+		readers, others := rolesOf(ids)
+		require.Equal(t, 1, indexEvery(len(ids)), "the others read every second in a fleet of four")
+
+		log, fx := newAttemptLog(), newEffects()
+		job := firstAttemptCut(log, fx)
+		const ttl = 3 * time.Second
+		time.Sleep(30 * time.Second) // off the hourly grid
+		stores := map[string]*mortalStore{}
+		for _, id := range ids {
+			stores[id] = &mortalStore{Store: shared}
+			s := newScheduler(t, stores[id], WithInstanceID(id))
+			if slices.Contains(readers, id) {
+				require.NoError(t, s.Register("other", Every(time.Hour), func(context.Context) error { return nil }))
+			} else {
+				require.NoError(t, s.Register("nightly", Every(time.Hour), job, WithTTL(ttl)))
+			}
+			require.NoError(t, s.Start())
+		}
+		first := <-log.started
+		require.Contains(t, others, first.Replica)
+		holder := first.Replica
+		survivor := others[0]
+		if survivor == holder {
+			survivor = others[1]
+		}
+		time.Sleep(10 * time.Second)
+		for _, id := range []string{holder, readers[0], readers[1]} {
+			stores[id].kill()
+		}
+		died := time.Now()
+		second := <-log.started
+		resumed := time.Now()
+		synctest.Wait()
+
+		assertResumedAfterDeath(t, first, second, survivor, resumed.Sub(died), ttl, fx)
+	})
+}
+
+// rolesOf returns the readers of a fleet of replicas ids (all of this
+// version) and the others.
+func rolesOf(ids []string) (readers, others []string) {
+	var replicas []fleet.Replica
+	for _, id := range ids {
+		replicas = append(replicas, fleet.Replica{ID: id, ReadsIndex: true})
+	}
+	readers = readersOf(replicas)
+	for _, id := range ids {
+		if !slices.Contains(readers, id) {
+			others = append(others, id)
+		}
+	}
+	return readers, others
 }
 
 // noAnnounce is a replica's store whose announcements on the control
@@ -221,7 +291,7 @@ func TestScheduler_IndexReaders_AnnouncementFailsOffersItsOwnJobs(t *testing.T) 
 		}
 		first := <-log.started
 		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
-		require.Equal(t, indexReadAnnounce, scheds[other].view.Load().indexRole(), "two replicas: both read for the fleet")
+		require.True(t, scheds[other].view.Load().indexRole().announce, "two replicas: both read for the fleet")
 		time.Sleep(10 * time.Second)
 		mortal[holder].kill()
 		died := time.Now()

@@ -17,10 +17,11 @@ import (
 // replicas' control loops read the entries that are due once every
 // resumePoll, one command whatever the number of jobs, and announce them
 // on the control channel (fleet.MessageOpen) to the replicas that have
-// their jobs (index_readers.go); a replica that releases an attempt open
-// with no backoff says so there too, so that the others try at once. The
-// index is a hint: the store's completion record of the job decides, in
-// the claim of the next attempt (lease.WithResume).
+// their jobs; the other replicas read them for their own jobs, about twice
+// a second in all (index_readers.go). A replica that releases an attempt
+// open with no backoff says so there too, so that the others try at once.
+// The index is a hint: the store's completion record of the job decides,
+// in the claim of the next attempt (lease.WithResume).
 //
 //   - A run with attempts indexes its occurrence when it starts, at its
 //     lease's expiry (plus lease.ExpiryTolerance): if its replica dies
@@ -142,15 +143,16 @@ func (s *Scheduler) afterClose(r *run, st fleet.Status) {
 }
 
 // lookForOpen reads the fleet's index of open occurrences once (the
-// control loop calls it every resumePoll) if this replica reads it
-// (index_readers.go): an entry past its deadline is given up, whichever
-// replica has its job; a reader for the fleet announces each other due
-// entry to the replicas that have its job, and a replica reading for
-// itself offers the entries of its own jobs to their owners, which claim
-// the next attempt unless they are busy.
+// control loop calls it every resumePoll) if this replica reads it at
+// this poll (index_readers.go): an entry past its deadline is given up,
+// whichever replica has its job; a reader for the fleet announces each
+// other due entry to the replicas that have its job, and a replica reading
+// for itself offers the entries of its own jobs to their owners, which
+// claim the next attempt unless they are busy.
 func (cp *controlPlane) lookForOpen() {
 	role := cp.s.view.Load().indexRole()
-	if role == indexNone {
+	cp.indexPolls++
+	if cp.indexPolls%role.every != 0 {
 		return
 	}
 	ctx, cancel := cp.opContext()
@@ -178,7 +180,7 @@ func (cp *controlPlane) lookForOpen() {
 		}
 		open = append(open, d)
 	}
-	if role == indexReadAnnounce && cp.announceDue(open) {
+	if role.announce && cp.announceDue(open) {
 		return
 	}
 	for _, d := range open {
