@@ -30,7 +30,9 @@ import (
 //     others together read about twice a second. That covers the readers
 //     dying together (two replicas of one machine): their runs come due
 //     and are resumed by the replicas that have their jobs, without
-//     waiting for the registry to drop the readers and name new ones.
+//     waiting for the registry to drop the readers and name new ones. (A
+//     job that only a few replicas of a large fleet have waits for their
+//     next read meanwhile: up to indexEvery seconds.)
 //   - Two readers, so that one that dies or stalls costs no resume
 //     latency: the other still reads every resumePoll, and the registry
 //     drops the dead one within a lapse, which moves the role on.
