@@ -284,16 +284,24 @@ func TestScheduler_Completion_DeadHolderResumedAfterItsTTL(t *testing.T) {
 		first := <-log.started
 		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
 		time.Sleep(10 * time.Second) // the holder renews its lease a few times
-		stores[holder].kill()
-		died := time.Now()
-		second := <-log.started
-		resumed := time.Now()
-		synctest.Wait()
+		second, took := resumeAfter(log, stores[holder].kill)
 
-		assertResumedAfterDeath(t, first, second, other, resumed.Sub(died), ttl, fx)
+		assertResumedAfterDeath(t, first, second, other, took, ttl, fx)
 		assert.Equal(t, uint64(1), scheds[other].Stats().Succeeded)
 		assert.Empty(t, evs[other].of(EventGivenUp))
 	})
+}
+
+// resumeAfter calls kill (the holder's death, and any others'), waits for
+// the next attempt to start and for the bubble to settle, and returns that
+// attempt and how long after the death it started.
+func resumeAfter(log *attemptLog, kill func()) (Run, time.Duration) {
+	kill()
+	died := time.Now()
+	second := <-log.started
+	took := time.Since(died)
+	synctest.Wait()
+	return second, took
 }
 
 // assertResumedAfterDeath checks that second, the attempt after first's

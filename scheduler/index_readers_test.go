@@ -185,19 +185,14 @@ func TestScheduler_IndexReaders_AnnounceToTheReplicasThatHaveTheJob(t *testing.T
 		first := <-log.started
 		require.Contains(t, others, first.Replica)
 		holder := first.Replica
-		survivor := others[0]
-		if survivor == holder {
-			survivor = others[1]
-		}
+		survivor := otherThan(others, holder)
 		time.Sleep(10 * time.Second) // the holder renews its lease a few times
-		stores[holder].kill()
-		stores[readers[0]].kill()
-		died := time.Now()
-		second := <-log.started
-		resumed := time.Now()
-		synctest.Wait()
+		second, took := resumeAfter(log, func() {
+			stores[holder].kill()
+			stores[readers[0]].kill()
+		})
 
-		assertResumedAfterDeath(t, first, second, survivor, resumed.Sub(died), ttl, fx)
+		assertResumedAfterDeath(t, first, second, survivor, took, ttl, fx)
 		assert.Positive(t, stores[readers[1]].n.Load(), "the reader left read it")
 	})
 }
@@ -231,21 +226,24 @@ func TestScheduler_IndexReaders_BothReadersDie(t *testing.T) {
 		first := <-log.started
 		require.Contains(t, others, first.Replica)
 		holder := first.Replica
-		survivor := others[0]
-		if survivor == holder {
-			survivor = others[1]
-		}
+		survivor := otherThan(others, holder)
 		time.Sleep(10 * time.Second)
-		for _, id := range []string{holder, readers[0], readers[1]} {
-			stores[id].kill()
-		}
-		died := time.Now()
-		second := <-log.started
-		resumed := time.Now()
-		synctest.Wait()
+		second, took := resumeAfter(log, func() {
+			for _, id := range []string{holder, readers[0], readers[1]} {
+				stores[id].kill()
+			}
+		})
 
-		assertResumedAfterDeath(t, first, second, survivor, resumed.Sub(died), ttl, fx)
+		assertResumedAfterDeath(t, first, second, survivor, took, ttl, fx)
 	})
+}
+
+// otherThan returns the replica of the pair ids that is not id.
+func otherThan(ids []string, id string) string {
+	if ids[0] == id {
+		return ids[1]
+	}
+	return ids[0]
 }
 
 // rolesOf returns the readers of a fleet of replicas ids (all of this
@@ -293,13 +291,9 @@ func TestScheduler_IndexReaders_AnnouncementFailsOffersItsOwnJobs(t *testing.T) 
 		holder, other := first.Replica, map[string]string{"a": "b", "b": "a"}[first.Replica]
 		require.True(t, scheds[other].view.Load().indexRole().announce, "two replicas: both read for the fleet")
 		time.Sleep(10 * time.Second)
-		mortal[holder].kill()
-		died := time.Now()
-		second := <-log.started
-		resumed := time.Now()
-		synctest.Wait()
+		second, took := resumeAfter(log, mortal[holder].kill)
 
-		assertResumedAfterDeath(t, first, second, other, resumed.Sub(died), ttl, fx)
+		assertResumedAfterDeath(t, first, second, other, took, ttl, fx)
 		assert.Equal(t, 1, logs[other].count("WARN",
 			"could not announce the fleet's due open occurrences; only this replica's own jobs are resumed from them until it works again"), "warned once")
 	})
