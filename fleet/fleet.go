@@ -384,7 +384,7 @@ type Message struct {
 	Outcome string // for MessageDone: the run's Status.Outcome
 	Error   string // for MessageDone: the run's Status.Error
 	Round   int64  // for MessageOpen and MessageUnclaimed: the occurrence's round
-	Replica string // for MessageFleet: the replica whose entry changed
+	Replica string // for MessageFleet: the replica whose entry changed; for MessageOpen from the index: the replica that read it
 }
 
 // Limits every Store enforces.

@@ -498,6 +498,9 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 			j.deliver(input{kind: inTrigger})
 		}
 	case fleet.MessageOpen:
+		if m.Replica == cp.s.cfg.instanceID {
+			return // this replica's own announcement of the index: offered as it read it
+		}
 		if j := cp.s.jobByKey(m.Key); j != nil && m.Round > 0 {
 			j.deliver(input{kind: inResume, f: firing{ms: m.Round, kind: firedByResume}})
 		}

@@ -23,8 +23,9 @@ import (
 //     that leaves an attempt open does), which brings it to every replica
 //     that has the job, the reader's own subscription included; there the
 //     job's owner offers it to the preferred replica of the occurrence
-//     (prefer.go), as before. A reader whose announcement fails, or that
-//     is not subscribed, also offers the entries of its own jobs itself.
+//     (prefer.go), as before. The reader offers the entries of its own
+//     jobs itself, as every replica that reads does, and ignores its own
+//     announcements: its jobs do not wait on its subscription.
 //   - Every other replica reads it for itself, offering the entries of its
 //     own jobs and announcing nothing, once every indexEvery polls: the
 //     others together read about twice a second. That covers the readers
@@ -108,16 +109,18 @@ func (v *fleetView) indexRole() indexRole {
 }
 
 // announceDue publishes a fleet.MessageOpen for each due entry of the
-// index, in one round trip where the store can (fleet.BatchPublisher). It
-// reports whether the announcements also reach this replica's own jobs:
-// they were published and this replica is subscribed.
-func (cp *controlPlane) announceDue(due []fleet.Due) bool {
+// index, in one round trip where the store can (fleet.BatchPublisher),
+// naming this replica as its publisher: the replicas that have the job
+// offer it to its owner, and this one, which offers the entries of its own
+// jobs itself, ignores its own (controlPlane.onMessage).
+func (cp *controlPlane) announceDue(due []fleet.Due) {
 	if len(due) == 0 {
-		return true
+		return
 	}
+	self := cp.s.cfg.instanceID
 	msgs := make([]fleet.Message, len(due))
 	for i, d := range due {
-		msgs[i] = fleet.Message{Kind: fleet.MessageOpen, Key: d.Key, Round: d.Round}
+		msgs[i] = fleet.Message{Kind: fleet.MessageOpen, Key: d.Key, Round: d.Round, Replica: self}
 	}
 	ctx, cancel := cp.opContext()
 	defer cancel()
@@ -136,13 +139,10 @@ func (cp *controlPlane) announceDue(due []fleet.Due) bool {
 		cp.announceFailing = true
 		cp.s.log.Warn("could not announce the fleet's due open occurrences; only this replica's own jobs are resumed from them until it works again",
 			slog.Int("occurrences", len(due)), slog.Any("error", err))
-		return false
 	case err != nil:
 		cp.s.log.Debug("could not announce the fleet's due open occurrences", slog.Int("occurrences", len(due)), slog.Any("error", err))
-		return false
 	case cp.announceFailing:
 		cp.announceFailing = false
 		cp.s.log.Info("the fleet's due open occurrences can be announced again")
 	}
-	return cp.unsub != nil
 }

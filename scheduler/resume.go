@@ -145,10 +145,9 @@ func (s *Scheduler) afterClose(r *run, st fleet.Status) {
 // lookForOpen reads the fleet's index of open occurrences once (the
 // control loop calls it every resumePoll) if this replica reads it at
 // this poll (index_readers.go): an entry past its deadline is given up,
-// whichever replica has its job; a reader for the fleet announces each
-// other due entry to the replicas that have its job, and a replica reading
-// for itself offers the entries of its own jobs to their owners, which
-// claim the next attempt unless they are busy.
+// whichever replica has its job; the others it offers to the owners of
+// its own jobs, which claim the next attempt unless they are busy, and a
+// reader for the fleet also announces them to the other replicas.
 func (cp *controlPlane) lookForOpen() {
 	role := cp.s.view.Load().indexRole()
 	cp.indexPolls++
@@ -180,8 +179,8 @@ func (cp *controlPlane) lookForOpen() {
 		}
 		open = append(open, d)
 	}
-	if role.announce && cp.announceDue(open) {
-		return
+	if role.announce {
+		cp.announceDue(open)
 	}
 	for _, d := range open {
 		cp.offer(d)
