@@ -14,7 +14,6 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
-	"github.com/cronguard/cronguard/lease/memory"
 )
 
 // readersOf returns the replicas that read the index for the fleet, each
@@ -300,28 +299,11 @@ func TestScheduler_IndexReaders_AnnouncementFailsOffersItsOwnJobs(t *testing.T) 
 	})
 }
 
-// acquireCount counts the acquires a replica sends, one by one or in
-// batches.
-type acquireCount struct {
-	*memory.Store
-	n atomic.Int64
-}
-
-func (c *acquireCount) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
-	c.n.Add(1)
-	return c.Store.Acquire(ctx, key, ttl, opts...)
-}
-
-func (c *acquireCount) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
-	c.n.Add(int64(len(reqs)))
-	c.Store.AcquireBatch(ctx, reqs, res)
-}
-
 // A reader ignores its own announcements of the index (it offered those
 // entries as it read them) and takes those of another reader.
 func TestControlPlane_OnMessage_IgnoresItsOwnAnnouncement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &acquireCount{Store: newMemoryStore(t, nil)}
+		store := &countingStore{Store: newMemoryStore(t, nil)}
 		s := newScheduler(t, store, WithInstanceID("me"))
 		require.NoError(t, s.Register("nightly", Every(time.Hour), nop))
 		time.Sleep(30 * time.Second) // off the hourly grid
@@ -329,15 +311,15 @@ func TestControlPlane_OnMessage_IgnoresItsOwnAnnouncement(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		round := time.Now().Truncate(time.Hour).UnixMilli()
-		before := store.n.Load()
+		before := store.acquires.Load()
 
 		s.control.onMessage(fleet.Message{Kind: fleet.MessageOpen, Key: "job:nightly", Round: round, Replica: "me"})
 		synctest.Wait()
-		assert.Equal(t, before, store.n.Load(), "its own announcement: no claim")
+		assert.Equal(t, before, store.acquires.Load(), "its own announcement: no claim")
 
 		s.control.onMessage(fleet.Message{Kind: fleet.MessageOpen, Key: "job:nightly", Round: round, Replica: "other"})
 		synctest.Wait()
-		assert.Equal(t, before+1, store.n.Load(), "another reader's announcement: one claim of the next attempt")
+		assert.Equal(t, before+1, store.acquires.Load(), "another reader's announcement: one claim of the next attempt")
 		shutdown(t, s)
 	})
 }
