@@ -102,8 +102,8 @@ func (sub *subscription) run() {
 // Redis subscriber drops such messages).
 func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 	const op = "publish"
-	if m.Kind == "" || m.Kind == fleet.MessageResync {
-		return opError(op, fmt.Errorf("%w: message kind must be set and not %q", lease.ErrInvalidArgument, fleet.MessageResync))
+	if err := checkMessage(m); err != nil {
+		return opError(op, err)
 	}
 	if err := ctxError(ctx); err != nil {
 		return opError(op, err)
@@ -118,8 +118,8 @@ func (s *Store) Publish(ctx context.Context, m fleet.Message) error {
 func (s *Store) PublishBatch(ctx context.Context, msgs []fleet.Message) error {
 	const op = "publish"
 	for i, m := range msgs {
-		if m.Kind == "" || m.Kind == fleet.MessageResync {
-			return opError(op, fmt.Errorf("%w: message %d: kind must be set and not %q", lease.ErrInvalidArgument, i, fleet.MessageResync))
+		if err := checkMessage(m); err != nil {
+			return opError(op, fmt.Errorf("message %d: %w", i, err))
 		}
 	}
 	if err := ctxError(ctx); err != nil {
@@ -127,6 +127,15 @@ func (s *Store) PublishBatch(ctx context.Context, msgs []fleet.Message) error {
 	}
 	for _, m := range msgs {
 		s.channel.publish(m)
+	}
+	return nil
+}
+
+// checkMessage rejects a message without a kind, or of kind
+// fleet.MessageResync, which only Subscribe delivers.
+func checkMessage(m fleet.Message) error {
+	if m.Kind == "" || m.Kind == fleet.MessageResync {
+		return fmt.Errorf("%w: message kind must be set and not %q", lease.ErrInvalidArgument, fleet.MessageResync)
 	}
 	return nil
 }
