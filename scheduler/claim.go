@@ -375,13 +375,18 @@ func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 }
 
 // giveBack releases a lease won for firing f that will not run (the job
-// was removed, or Shutdown came first), and reports the skip, if any.
+// was removed, or Shutdown came first), hands on a trigger that waited for
+// it, and reports the skip, if any.
 func (s *Scheduler) giveBack(j *job, f firing, l *lease.Lease, reason SkipReason) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
 	defer cancel()
 	if err := l.Release(ctx); err != nil {
 		s.log.Warn("could not give back a lease won for an occurrence not run; it expires after its TTL",
 			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Any("error", err))
+	} else if s.waitingTriggers(j, f.reg.ttl) > 0 {
+		// A trigger queued while the lease was held here waited for this
+		// release (see releaseUncalled), and this replica will not run it.
+		s.handOn(j)
 	}
 	if reason != 0 {
 		s.skip(j, s.occ(f), reason, nil)

@@ -130,11 +130,14 @@ func (s *Scheduler) awaitOccurrence(ctx context.Context, r *run) SkipReason {
 // Shutdown before its occurrence was due, with the occurrence open for its
 // next attempt while attempts and time remain: the attempt was interrupted
 // before it began, and is announced (fleet.MessageOpen) for a replica that
-// has the job to resume at once, as a run interrupted by Shutdown is.
-func (s *Scheduler) reopen(r *run) {
+// has the job to resume at once, as a run interrupted by Shutdown is. It
+// returns the triggers the release found waiting for the job.
+func (s *Scheduler) reopen(r *run) (triggers int) {
 	st := r.status(r.event(EventInterrupted, ErrShutdown))
 	st.Close, st.RetryAfter = s.closeOf(r, endInterrupted)
-	if released, _ := s.release(r, &st); released && st.Close != fleet.CloseDone {
+	released, triggers := s.release(r, &st)
+	if released && st.Close != fleet.CloseDone {
 		s.afterClose(r, st)
 	}
+	return triggers
 }

@@ -35,7 +35,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 	}()
 	switch end.how {
 	case exitNotStarted, exitNotRun:
-		s.finishUncalled(r, end)
+		triggers = s.finishUncalled(r, end)
 	default:
 		triggers, later = s.finishCalled(r, end)
 	}
@@ -50,23 +50,61 @@ func (s *Scheduler) ended(r *run, triggers int) {
 
 // finishUncalled ends a run whose job was not called: its heartbeat did
 // not start, or it got no slot of its concurrency limit. Its lease goes
-// back without a run status (nothing ran).
-func (s *Scheduler) finishUncalled(r *run, end *exit) {
+// back without a run status (nothing ran). It returns the triggers that
+// wait for the job, as a called run's release does.
+func (s *Scheduler) finishUncalled(r *run, end *exit) (triggers int) {
 	if end.how == exitNotStarted {
 		r.log.Error("heartbeat did not start; job not run", slog.Any("error", end.err))
 		s.emit(r.job, r.event(EventFailed, end.err))
-		s.release(r, nil)
-		return
+		return s.releaseUncalled(r)
 	}
 	_ = r.stopHeartbeat()
 	if end.reason == SkipShutdown && r.early && r.attempts.Max > 0 {
-		s.reopen(r) // claimed ahead, cancelled before it was due (claim_ahead.go)
+		triggers = s.reopen(r) // claimed ahead, cancelled before it was due (claim_ahead.go)
 	} else {
-		s.release(r, nil)
+		triggers = s.releaseUncalled(r)
 	}
 	if end.reason != 0 {
 		s.skip(r.job, r.info.Occurrence, end.reason, nil)
 	}
+	return triggers
+}
+
+// releaseUncalled releases the lease of a run whose job was not called
+// and returns the triggers that wait for the job. A trigger queued while
+// the lease was held waits for its holder: the replicas that found the
+// job locked ask again only when the lease runs out, and one that never
+// heard of the trigger (it subscribed after it was queued) not at all. A
+// run that waits for a slot of its limit holds the lease up to its next
+// occurrence, so a holder that did not take the trigger at its release
+// could leave it waiting until it lapsed. A release without a status
+// does not count them, so this asks the store: a round trip more, for
+// runs that did not run only.
+func (s *Scheduler) releaseUncalled(r *run) (triggers int) {
+	if released, _ := s.release(r, nil); released {
+		return s.waitingTriggers(r.job, r.reg.ttl)
+	}
+	return 0
+}
+
+// waitingTriggers returns how many triggers wait for j in the store, with
+// a control plane; 0 without one, or when the store does not answer
+// within min(ttl, MaxCleanup) (the replicas that found the job locked ask
+// again when its lease runs out).
+func (s *Scheduler) waitingTriggers(j *job, ttl time.Duration) int {
+	fs, ok := s.store.(fleet.Store)
+	if !ok || s.control == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(ttl, MaxCleanup))
+	defer cancel()
+	n, err := fs.PendingTriggers(ctx, j.key)
+	if err != nil {
+		s.log.Debug("could not look for triggers that wait for the job; they run after its next run instead",
+			slog.String("job", j.name), slog.Any("error", err))
+		return 0
+	}
+	return n
 }
 
 // finishCalled ends a run whose job was called: it stops the heartbeat,

@@ -65,7 +65,9 @@ func TestSimulation(t *testing.T) {
 				fmt.Fprintf(&b, "\n  %s", v)
 			}
 			t.Errorf("seed %d: %d violations:%s\nrerun: %s", seed, len(fail), b.String(), rerun(seed))
-			if *flagSeed != 0 && testing.Verbose() {
+			if (*flagSeed != 0 || *flagLong) && testing.Verbose() {
+				// In long mode too: a violation that depends on the order
+				// of goroutines may not come back when its seed runs again.
 				v := fail[0]
 				t.Logf("history of %s around the first violation:\n%s", v.Job, h.Dump(v.Job, v.At.Add(-*flagWindow), v.At.Add(*flagWindow)))
 			}
@@ -117,8 +119,17 @@ func simulate(t *testing.T, seed int64) (*History, []Violation) {
 	return h, Check(h)
 }
 
+// rerun returns the command that runs seed again as it ran here: with the
+// full fleet when long mode or -sim.full chose it, and for as long.
 func rerun(seed int64) string {
-	return fmt.Sprintf("go test -race ./internal/schedsim -run TestSimulation -sim.seed=%d -v", seed)
+	s := fmt.Sprintf("go test -race ./internal/schedsim -run TestSimulation -sim.seed=%d", seed)
+	if *flagFull || *flagLong {
+		s += " -sim.full"
+	}
+	if *flagHours != 1 {
+		s += fmt.Sprintf(" -sim.hours=%g", *flagHours)
+	}
+	return s + " -v"
 }
 
 func someSeeds(m map[int64]bool) string {
