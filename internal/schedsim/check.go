@@ -29,7 +29,7 @@ var Checks = map[string]string{
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded and released its lease, and a trigger runs at most once (wipes excepted)",
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
-	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing claimed it before the run ended",
+	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing or a trigger claimed it (or a later round) before the run ended",
 	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and neither claimed nor executed an attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
@@ -586,11 +586,14 @@ func (c *checker) catchUp() {
 			continue
 		}
 		if c.claimedBefore(a.Job, occ, e) {
-			// A replica's firing claimed occ (or a later occurrence)
-			// before the run returned: rounds increase, so a catch-up
-			// of occ can only be refused; the claim ran it, reported it
-			// (a skip, say shutdown while it waited for a slot) or died
-			// with it, which the reported check holds it to.
+			// A replica's firing claimed occ (or a later occurrence), or
+			// a trigger's acquire a round after it, before the run
+			// returned: rounds increase, so a catch-up of occ can only
+			// be refused (WithCatchUp: it wins only if no replica
+			// claimed that occurrence or a later one). The firing's claim
+			// ran it, reported it (a skip, say shutdown while it waited
+			// for a slot) or died with it; the triggered run came after
+			// it and reported it missed. The reported check holds both.
 			continue
 		}
 		if life := c.lives[a.Replica]; life != nil && life.clockAt(e).Before(occ) {
@@ -612,11 +615,13 @@ func (c *checker) catchUp() {
 	}
 }
 
-// claimedBefore reports whether a scheduled claim (not a trigger's) won
-// job's lease for occurrence occ or a later one before t.
+// claimedBefore reports whether a claim won job's lease for round occ
+// or a later one before t: a scheduled claim of occ or a later
+// occurrence, or a trigger's acquire, whose round the store chose after
+// every round claimed before it.
 func (c *checker) claimedBefore(job string, occ, t time.Time) bool {
 	for _, l := range c.leases[job] {
-		if l.Trigger == "" && l.Round >= occ.UnixMilli() && l.Acquired.Before(t) {
+		if l.Round >= occ.UnixMilli() && l.Acquired.Before(t) {
 			return true
 		}
 	}
