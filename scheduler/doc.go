@@ -221,10 +221,12 @@
 // store's time, or the millisecond after the last claimed round when that
 // is later (a replica whose clock runs fast claimed it), so occurrences
 // only increase whatever started the runs, and a scheduled occurrence
-// claimed after a trigger that ran past it is refused (SkipClaimed). A
-// trigger that finds the job running waits: the replica running it takes
-// it when the run ends, after a catch-up the run made due, or, when that
-// replica stops or no longer has the job, hands it on to the others. A
+// claimed after a trigger that ran past it is refused (SkipClaimed), and
+// not caught up. A trigger that finds the job's lease held waits: the
+// replica holding it takes it when it releases the lease (a run's end, or
+// a run that got no slot of its concurrency limit), after a catch-up the
+// run made due, or, when that replica stops or no longer has the job,
+// hands it on to the others. A
 // trigger whose claim the store failed (an outage longer than the claim's
 // retries) is asked for again every few seconds until the store answers.
 // A pause holds it until the job is resumed; a trigger not run within its

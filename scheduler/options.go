@@ -304,7 +304,8 @@ func WithTimeout(d time.Duration) JobOption {
 // is registered after Start), and when a run of the job ends after later
 // occurrences came due while it ran, the scheduler claims the job's latest
 // occurrence at or before now. The claim is a normal round claim: it wins
-// only if no replica claimed that occurrence or a later one, so a
+// only if no replica claimed that occurrence or a later one (a triggered
+// run that started after it came due claimed a later one), so a
 // catch-up runs once however many replicas try, never runs an occurrence
 // that ran, and never one older than window. The run's Run.CatchUp is
 // set. The window also bounds the retries within an occurrence (a store
