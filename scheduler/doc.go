@@ -226,11 +226,14 @@
 // replica holding it takes it when it releases the lease (a run's end, or
 // a run that got no slot of its concurrency limit), after a catch-up the
 // run made due, or, when that replica stops or no longer has the job,
-// hands it on to the others. A
-// trigger whose claim the store failed (an outage longer than the claim's
-// retries) is asked for again every few seconds until the store answers.
-// A pause holds it until the job is resumed; a trigger not run within its
-// time to live lapses.
+// hands it on to the others. A replica looks for the triggers that wait
+// for its jobs when it subscribes to the control channel (at Start, and
+// after the subscription failed) and for a job's when the job is
+// registered after Start, so that a trigger queued while no replica had
+// the job runs once one registers it. A trigger whose claim the store
+// failed (an outage longer than the claim's retries) is asked for again
+// every few seconds until the store answers. A pause holds it until the
+// job is resumed; a trigger not run within its time to live lapses.
 //
 // Shutdown: no new runs; running jobs are cancelled with ErrShutdown and
 // waited for until Shutdown's context is done; a job that returned has

@@ -77,6 +77,9 @@ type controlPlane struct {
 
 	mu       sync.Mutex
 	reported map[string]bool // the conflicts reported and not resolved since, by ID
+	// fresh are the jobs registered since the control loop last looked
+	// for their waiting triggers (added).
+	fresh []*job
 }
 
 // fingerprint identifies a job's schedule and options: replicas that
@@ -139,6 +142,27 @@ func (s *Scheduler) startControlPlane() {
 	s.control = cp
 	cp.markDirty()
 	go cp.run()
+}
+
+// added tells the registry goroutine that j was registered after Start:
+// it publishes this replica again and looks for triggers that wait for j.
+// A trigger queued while no replica had the job (its last replica removed
+// it, or stopped, and handed it on to nobody) was announced to nobody
+// able to run it, and no later message announces it again.
+func (cp *controlPlane) added(j *job) {
+	cp.mu.Lock()
+	cp.fresh = append(cp.fresh, j)
+	cp.mu.Unlock()
+	cp.markDirty()
+}
+
+// takeFresh returns the jobs added since its last call.
+func (cp *controlPlane) takeFresh() []*job {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	fresh := cp.fresh
+	cp.fresh = nil
+	return fresh
 }
 
 // markDirty asks the registry goroutine to publish this replica again.
@@ -206,6 +230,9 @@ func (cp *controlPlane) run() {
 			return
 		case <-cp.dirty:
 			publish = true
+			if fresh := cp.takeFresh(); len(fresh) > 0 {
+				cp.lookForTriggersOf(fresh)
+			}
 		case <-cp.resync:
 			cp.lookForTriggers()
 		case <-cp.changed:
@@ -527,12 +554,17 @@ func (cp *controlPlane) onMessage(m fleet.Message) {
 // lookForTriggers looks for triggers that wait for this replica's jobs,
 // which no subscription heard of (queued before this replica subscribed,
 // or while its subscription was down), on the control loop (not the
-// subscription's goroutine), stopped by close. A store that is a
-// fleet.TriggerCounter is asked for triggerBatch jobs per round trip:
-// one read per job held the control loop, and with it the fleet's
-// announcements and the registry's refresh, for seconds at 10,000 jobs.
+// subscription's goroutine), stopped by close.
 func (cp *controlPlane) lookForTriggers() {
-	jobs := cp.s.jobsSnapshot()
+	cp.lookForTriggersOf(cp.s.jobsSnapshot())
+}
+
+// lookForTriggersOf looks for triggers that wait for jobs and hands each
+// job that has some to its owner. A store that is a fleet.TriggerCounter
+// is asked for triggerBatch jobs per round trip: one read per job held the
+// control loop, and with it the fleet's announcements and the registry's
+// refresh, for seconds at 10,000 jobs.
+func (cp *controlPlane) lookForTriggersOf(jobs []*job) {
 	tc, batched := cp.store.(fleet.TriggerCounter)
 	if !batched {
 		for _, j := range jobs {

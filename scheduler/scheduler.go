@@ -174,7 +174,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 	}
 	if started {
 		if s.control != nil {
-			s.control.markDirty()
+			s.control.added(j)
 		}
 		j.deliver(input{kind: inCatchUp})
 	}
