@@ -53,3 +53,48 @@ func TestScheduler_Fire_ClockSteppedBackStillClaimsTheNextOccurrence(t *testing.
 		assert.Empty(t, evs.of(EventSkipped))
 	})
 }
+
+// The same before the group's first firing: a job registered (or a
+// scheduler started) 20s before its first occurrence, whose clock steps
+// back 300ms in between, still claims that occurrence. gocron's timer was
+// set for it; with no firing before it, the group had nothing to tell it
+// from a second firing of the occurrence before registration, and claimed
+// that one, which had run: the occurrence ran nowhere and nothing
+// reported it (the simulator's seed 2512 of the long mode from 1252).
+func TestScheduler_Fire_ClockSteppedBackBeforeTheFirstFiring(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after bool // registered after Start (a group of its own), else before it
+	}{{"registered before Start", false}, {"registered after Start", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newMemoryStore(t, nil)
+				clock := &steppingClock{Clock: clockwork.NewRealClock()}
+				var evs events
+				occ := newOccurrences()
+				s := newScheduler(t, store, WithClock(clock), WithObserver(evs.observe))
+				register := func() { require.NoError(t, s.Register("report", Every(30*time.Second), occ.record)) }
+				time.Sleep(10 * time.Second) // 20s before the first occurrence
+				first := time.Now().Truncate(30 * time.Second).Add(30 * time.Second)
+				if !tc.after {
+					register()
+				}
+				require.NoError(t, s.Start())
+				if tc.after {
+					register()
+				}
+				time.Sleep(5 * time.Second)
+				clock.step(-300 * time.Millisecond)
+				time.Sleep(time.Until(first.Add(30*time.Second)) + time.Second)
+				shutdown(t, s)
+
+				ms := occ.sorted("report")
+				require.Len(t, ms, 2, "the first two occurrences")
+				assert.Equal(t, first.UnixMilli(), ms[0])
+				requireOncePerStep(t, "report", ms, 30*time.Second)
+				assert.Empty(t, evs.of(EventMissed))
+				assert.Empty(t, evs.of(EventSkipped))
+			})
+		})
+	}
+}

@@ -100,6 +100,21 @@ type group struct {
 	jobs   []*job
 	last   int64     // the occurrence (Unix ms) of the group's latest firing; 0 before the first
 	lastAt time.Time // when that firing came, on the local clock (with its monotonic reading)
+	// floor is the first occurrence (Unix ms) gocron can fire the group
+	// for: the first at or after the time it was scheduled (Start, or
+	// Register after it). No firing maps to an earlier one.
+	floor int64
+}
+
+// scheduledAt records that gocron fires g for the occurrences after now
+// (the local time it was scheduled at).
+func (g *group) scheduledAt(now time.Time) {
+	first := g.plan.next(now.Add(-time.Millisecond))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !first.IsZero() {
+		g.floor = first.UnixMilli()
+	}
 }
 
 // add appends j. Copying the members at each add (as remove does) made
@@ -173,6 +188,13 @@ func deliverFiring(g *group, f firing) {
 //     would claim an occurrence ahead of time (refused as clock skew), and
 //     every later firing would map one more occurrence ahead.
 //
+// The group's first firing has no last one to be told from: one that maps
+// before the first occurrence gocron can fire it for (floor) is that
+// occurrence's, on a clock that stepped back since gocron set its timer.
+// Mapped to the point before, it would claim an occurrence that ran
+// before the group was scheduled (refused as claimed), or run one that
+// did not late under the wrong occurrence, and its own would run nowhere.
+//
 // A group that fires lead ahead (claim_ahead.go) maps its firings as if
 // they came lead later.
 func (g *group) occurrence(now time.Time) (time.Time, time.Duration) {
@@ -180,6 +202,9 @@ func (g *group) occurrence(now time.Time) (time.Time, time.Duration) {
 	occ, maxSkew := g.plan.occurrence(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.last == 0 && occ.UnixMilli() < g.floor {
+		occ, maxSkew = g.plan.occurrence(time.UnixMilli(g.floor).In(now.Location()))
+	}
 	if g.last != 0 && occ.UnixMilli() <= g.last {
 		last := time.UnixMilli(g.last)
 		if next := g.plan.next(last); !next.IsZero() && now.Sub(g.lastAt) >= next.Sub(last)/2 {

@@ -301,7 +301,8 @@ func (s *Scheduler) start() ([]*job, error) {
 // schedule adds group grp, whose first member is j, to g. A one-time
 // schedule whose time has passed is logged and left out.
 func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
-	def, opts, ok := grp.plan.definition(s.cfg.clock.Now().In(s.cfg.location), grp.lead)
+	now := s.cfg.clock.Now().In(s.cfg.location)
+	def, opts, ok := grp.plan.definition(now, grp.lead)
 	if !ok {
 		ms := slices.Clone(grp.members())
 		if !slices.Contains(ms, j) {
@@ -318,6 +319,7 @@ func (s *Scheduler) schedule(g gocron.Scheduler, grp *group, j *job) error {
 	// the group's jobs (fire.go); it never waits on the store or on user
 	// code, so gocron's own concurrency modes play no part.
 	opts = append(opts, gocron.WithName(grp.key))
+	grp.scheduledAt(now) // before gocron can fire it
 	gj, err := g.NewJob(def, gocron.NewTask(func() { s.fireGroup(grp) }), opts...)
 	if err != nil {
 		return fmt.Errorf("%w: Register %q: gocron: %w", ErrInvalidSchedule, j.name, err)
