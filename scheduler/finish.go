@@ -405,6 +405,18 @@ func replayFirst(op func(context.Context) error, a releaseAnswer, triggers *int)
 	}
 }
 
+// remembered reports whether the store still remembers a lease whose
+// local deadline is deadline, had it expired: an expired lease is known as
+// expired for lease.ExpiredRetention after its expiry (plus
+// lease.ExpiryTolerance), and the deadline comes before the expiry. While
+// it does, a lease the store does not find was deleted, and a release
+// tried again after a try whose reply was lost finds its own work. Past
+// that, the lease may have expired and been forgotten (the replica was cut
+// off from the store for longer than that): not found says nothing.
+func (s *Scheduler) remembered(deadline time.Time) bool {
+	return s.storeClock.Since(deadline) < lease.ExpiryTolerance+lease.ExpiredRetention
+}
+
 // retryRelease makes release's tries with op within ctx, and reports
 // whether the lease was released and the triggers op learned.
 func (s *Scheduler) retryRelease(ctx context.Context, r *run, op func(context.Context) error, triggers *int) (bool, int) {
@@ -416,7 +428,7 @@ func (s *Scheduler) retryRelease(ctx context.Context, r *run, op func(context.Co
 	case err == nil:
 		r.log.Debug("job lease released", slog.Int("tries", attempts))
 		return true, *triggers
-	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound:
+	case attempts > 1 && errors.As(err, &nh) && nh.Reason == lease.ReasonNotFound && s.remembered(*r.deadline.Load()):
 		r.log.Debug("job lease released by an earlier try whose reply was lost", slog.Int("tries", attempts))
 		return true, *triggers
 	case errors.Is(err, lease.ErrNotHeld):
