@@ -45,22 +45,43 @@ func (in *Inspector) Pause(ctx context.Context, name, by, note string) error {
 // Resume lifts the job's pause and reports whether it was paused. The
 // occurrences that came due while it was paused are not run: they were
 // handled as paused, and catch-up (scheduler.WithCatchUp) does not bring
-// them back. The next occurrence after Resume runs as usual. It fails with
-// ErrUnknownJob when no live replica has registered name.
+// them back. The next occurrence after Resume runs as usual. Triggers that
+// wait for the job are announced on the control channel, so that a
+// replica runs them now (lease/redislease: a TIME and LRANGE, then a
+// PUBLISH when some wait). It fails with ErrUnknownJob when no live
+// replica has registered name.
 func (in *Inspector) Resume(ctx context.Context, name string) (bool, error) {
 	const op = "resume"
 	regs, _, err := in.resolve(ctx, op, name)
 	if err != nil {
 		return false, err
 	}
-	was, err := in.store.ClearPause(ctx, regs[0].Job.Key)
+	key := regs[0].Job.Key
+	was, err := in.store.ClearPause(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("inspect: %s %q: %w", op, name, err)
 	}
 	if was {
 		in.log.Info("job resumed", slog.String("job", name))
+		in.announceWaiting(ctx, name, key)
 	}
 	return was, nil
+}
+
+// announceWaiting announces on the control channel that triggers wait for
+// the job with lease key key, if any do: the replicas that found it paused
+// when they tried them do not try again by themselves, and take them when
+// they hear this. A failure is logged, not returned (the pause is lifted):
+// the triggers then wait for the job's next run to end.
+func (in *Inspector) announceWaiting(ctx context.Context, name, key string) {
+	n, err := in.store.PendingTriggers(ctx, key)
+	if err == nil && n > 0 {
+		err = in.store.Publish(ctx, fleet.Message{Kind: fleet.MessageTrigger, Key: key})
+	}
+	if err != nil {
+		in.log.Warn("job resumed, but the triggers that may wait for it could not be announced; they run after its next run",
+			slog.String("job", name), slog.Any("error", err))
+	}
 }
 
 // ForceRelease deletes the live lease on the job, whoever holds it, and

@@ -277,3 +277,47 @@ func TestInspector_ForceRelease(t *testing.T) {
 		})
 	}
 }
+
+// Resume announces the triggers that waited for the pause: the replicas
+// that found the job paused do not ask again, so without the announcement
+// a trigger waited for the job's next run to end, or lapsed (the
+// simulator's seed 3547 of the long mode from 2528). A resume that finds
+// no trigger announces nothing.
+func TestInspector_Resume_AnnouncesWaitingTriggers(t *testing.T) {
+	e := newMemEnv(t)
+	ctx := t.Context()
+	e.publish(t, "replica-a", reportJob, tickJob)
+	heard := make(chan fleet.Message, 16)
+	stop, err := e.store.Subscribe(ctx, func(m fleet.Message) { heard <- m })
+	require.NoError(t, err)
+	defer stop()
+	next := func(what string) fleet.Message {
+		t.Helper()
+		select {
+		case m := <-heard:
+			return m
+		case <-time.After(10 * time.Second): // a bound on a failure, not a wait
+			require.FailNow(t, "no announcement: "+what)
+			return fleet.Message{}
+		}
+	}
+
+	require.NoError(t, e.in.Pause(ctx, "report", "alice", "migration"))
+	require.NoError(t, e.in.Pause(ctx, "tick", "alice", "migration"))
+	_, err = e.store.AddTrigger(ctx, reportJob.Key, "bob", time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, reportJob.Key, next("the trigger's own").Key)
+
+	was, err := e.in.Resume(ctx, "tick")
+	require.NoError(t, err)
+	require.True(t, was)
+	was, err = e.in.Resume(ctx, "report")
+	require.NoError(t, err)
+	require.True(t, was)
+	m := next("at the resume")
+	assert.Equal(t, fleet.MessageTrigger, m.Kind)
+	assert.Equal(t, reportJob.Key, m.Key, "tick had no trigger waiting: the first announcement after the resumes is report's")
+	// Messages arrive in publish order: all before the mark are in.
+	require.NoError(t, e.store.Publish(ctx, fleet.Message{Kind: fleet.MessageFleet, Replica: "mark"}))
+	assert.Equal(t, fleet.MessageFleet, next("the mark").Kind, "one announcement per resume with triggers waiting")
+}
