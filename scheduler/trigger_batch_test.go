@@ -65,3 +65,38 @@ func TestScheduler_ControlPlane_LooksForTriggersInBatches(t *testing.T) {
 		assert.Equal(t, int64(jobs), store.batchKeys.Load(), "every job looked at once")
 	})
 }
+
+// A trigger that waits for a job no replica has at the moment (its only
+// replica removed it while its run went on, and handed the trigger on to
+// nobody) runs when a replica registers the job: a job registered after
+// Start looks for its waiting triggers, as every job does when its replica
+// starts. Without that, nothing announced it again, and it lapsed:
+// seed 2059 of the simulator's long mode from seed 1252.
+func TestScheduler_Trigger_TakenByAJobRegisteredAfterStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		time.Sleep(30 * time.Second) // off the hourly grid: only the trigger runs
+		var rs runStarts
+		a := newScheduler(t, store, WithInstanceID("a"))
+		require.NoError(t, a.Register("other", Every(time.Hour), func(context.Context) error { return nil }))
+		require.NoError(t, a.Start())
+		synctest.Wait()
+		_, err := store.AddTrigger(t.Context(), "job:report", "ops", time.Minute) // announced to nobody with the job
+		require.NoError(t, err)
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+
+		registered := time.Now()
+		require.NoError(t, a.Register("report", Every(time.Hour), func(ctx context.Context) error {
+			rs.record(ctx)
+			return nil
+		}))
+		time.Sleep(5 * time.Second)
+		shutdown(t, a)
+
+		runs := rs.all()
+		require.Len(t, runs, 1, "the trigger ran within its time to live")
+		assert.True(t, runs[0].trigger)
+		assert.Less(t, runs[0].at.Sub(registered), time.Second, "looked for when the job was registered")
+	})
+}

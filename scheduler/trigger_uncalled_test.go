@@ -28,6 +28,17 @@ func (s triggerDeafStore) Subscribe(ctx context.Context, fn func(fleet.Message))
 	})
 }
 
+// holdTheOnlySlot takes the only slot of the concurrency limit "shared"
+// (WithConcurrencyLimit("shared", 1)) for an hour, as a run elsewhere would.
+func holdTheOnlySlot(t *testing.T, store lease.Store) *lease.Lease {
+	t.Helper()
+	sem, err := lease.NewSemaphore(store, JobKeyPrefix+"shared", 1)
+	require.NoError(t, err)
+	slot, err := sem.Acquire(t.Context(), time.Hour)
+	require.NoError(t, err)
+	return slot
+}
+
 // A trigger queued while the job's run waits for a slot of its concurrency
 // limit, and heard of by no replica, runs as soon as that run gives up and
 // releases the job's lease: the release tells the replica that held it
@@ -39,10 +50,7 @@ func (s triggerDeafStore) Subscribe(ctx context.Context, fn func(fleet.Message))
 func TestScheduler_Trigger_TakenWhenARunSkippedForItsLimitReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := triggerDeafStore{newMemoryStore(t, nil)}
-		sem, err := lease.NewSemaphore(store, JobKeyPrefix+"shared", 1)
-		require.NoError(t, err)
-		slot, err := sem.Acquire(t.Context(), time.Hour) // the limit's only slot, held elsewhere
-		require.NoError(t, err)
+		slot := holdTheOnlySlot(t, store)
 
 		time.Sleep(5 * time.Second) // off the 10s grid: the first occurrence comes after Start
 		var rs runStarts
@@ -60,7 +68,7 @@ func TestScheduler_Trigger_TakenWhenARunSkippedForItsLimitReleases(t *testing.T)
 
 		first := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		time.Sleep(time.Until(first) + time.Second) // its run waits for the slot
-		_, err = store.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
+		_, err := store.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
 		require.NoError(t, err)
 		at := <-skipped // no slot before the next occurrence: skipped, and released
 		require.NoError(t, slot.Release(t.Context()))
@@ -82,10 +90,7 @@ func TestScheduler_Trigger_TakenWhenARunSkippedForItsLimitReleases(t *testing.T)
 func TestScheduler_Trigger_HandedOnWhenARunWaitingForASlotStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newMemoryStore(t, nil)
-		sem, err := lease.NewSemaphore(mem, JobKeyPrefix+"shared", 1)
-		require.NoError(t, err)
-		slot, err := sem.Acquire(t.Context(), time.Hour)
-		require.NoError(t, err)
+		slot := holdTheOnlySlot(t, mem)
 
 		time.Sleep(5 * time.Second) // off the 10s grid
 		var rs runStarts
@@ -100,7 +105,7 @@ func TestScheduler_Trigger_HandedOnWhenARunWaitingForASlotStops(t *testing.T) {
 		register(a)
 		first := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
 		time.Sleep(time.Until(first) + time.Second) // a's run waits for the slot
-		_, err = mem.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
+		_, err := mem.AddTrigger(t.Context(), "job:report", "ops", time.Minute)
 		require.NoError(t, err)
 		b := newScheduler(t, mem, WithInstanceID("b"))
 		register(b) // finds the trigger, and the job locked by a
@@ -115,40 +120,5 @@ func TestScheduler_Trigger_HandedOnWhenARunWaitingForASlotStops(t *testing.T) {
 		require.Len(t, runs, 1, "the trigger ran before the job's next occurrence")
 		assert.True(t, runs[0].trigger)
 		assert.Equal(t, "b", runs[0].replica)
-	})
-}
-
-// A trigger that waits for a job no replica has at the moment (its only
-// replica removed it while its run went on, and handed the trigger on to
-// nobody) runs when a replica registers the job: a job registered after
-// Start looks for its waiting triggers, as every job does when its replica
-// starts. Without that, nothing announced it again, and it lapsed:
-// seed 2059 of the simulator's long mode from seed 1252.
-func TestScheduler_Trigger_TakenByAJobRegisteredAfterStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		store := newMemoryStore(t, nil)
-		time.Sleep(30 * time.Second) // off the hourly grid: only the trigger runs
-		var rs runStarts
-		a := newScheduler(t, store, WithInstanceID("a"))
-		require.NoError(t, a.Register("other", Every(time.Hour), func(context.Context) error { return nil }))
-		require.NoError(t, a.Start())
-		synctest.Wait()
-		_, err := store.AddTrigger(t.Context(), "job:report", "ops", time.Minute) // announced to nobody with the job
-		require.NoError(t, err)
-		synctest.Wait()
-		time.Sleep(10 * time.Second)
-
-		registered := time.Now()
-		require.NoError(t, a.Register("report", Every(time.Hour), func(ctx context.Context) error {
-			rs.record(ctx)
-			return nil
-		}))
-		time.Sleep(5 * time.Second)
-		shutdown(t, a)
-
-		runs := rs.all()
-		require.Len(t, runs, 1, "the trigger ran within its time to live")
-		assert.True(t, runs[0].trigger)
-		assert.Less(t, runs[0].at.Sub(registered), time.Second, "looked for when the job was registered")
 	})
 }
