@@ -29,7 +29,7 @@ var Checks = map[string]string{
 	"once":            "no attempt of an occurrence starts after an attempt of it succeeded and released its lease, and a trigger runs at most once (wipes excepted)",
 	"reported-jump":   "as reported, for an occurrence before which the clock of a replica that had the job jumped",
 	"reported":        "an occurrence due while a live, reachable replica had the job, unpaused, runs or is reported (EventMissed, a skip other than claimed, an acquire failure)",
-	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing or a trigger claimed it (or a later round) before the run ended",
+	"catch-up":        "with WithCatchUp, a run that outlived later occurrences (on its replica's clock) is followed by a catch-up of the latest one while it is within the window and the job is free, unless a firing or a trigger claimed it (or a later round) before the run ended, or one claimed it while it was due",
 	"trigger":         "an accepted trigger runs, unless no live replica that had the job, and neither claimed nor executed an attempt of it, found it free (and unpaused, the store up) before it expired",
 	"fence":           "every lease of a job has a fence greater than the one before, across wipes; every attempt runs with its lease's fence",
 	"pause":           "no scheduled acquire wins a paused job's lease",
@@ -582,7 +582,8 @@ func (c *checker) catchUp() {
 		if !c.hasReg(a.Replica, a.Job, e, end) || c.pausedIn(a.Job, occ, end) || c.outageIn(e, end) || c.wipeIn(occ, end) {
 			continue
 		}
-		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) || c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
+		if c.startedFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) || c.wonFrom(a.Job, occ, occ.Add(-scheduler.MaxOccurrenceSkew), end) ||
+			c.refusedAfter(a.Job, occ, e) || c.busyThrough(a.Job, e.Add(slack), end.Add(-slack)) {
 			continue
 		}
 		if c.claimedBefore(a.Job, occ, e) {
@@ -613,6 +614,18 @@ func (c *checker) catchUp() {
 		c.fail("catch-up", e, a.Job, "%s ended at %s after occurrence %s came due; it was not caught up before %s, though the job was free in between (events: %s)",
 			a, c.rel(e), occ.UTC().Format("15:04:05.000"), c.rel(end), c.describe(a.Job, occ))
 	}
+}
+
+// wonFrom reports whether a claim won job's lease for occurrence occ or a
+// later one in [a, b]: its run may start later (after a slot of the job's
+// concurrency limit freed up), and a catch-up of occ can only be refused.
+func (c *checker) wonFrom(job string, occ, a, b time.Time) bool {
+	for _, l := range c.leases[job] {
+		if l.Round >= occ.UnixMilli() && !l.Acquired.Before(a) && !l.Acquired.After(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimedBefore reports whether a claim won job's lease for round occ
