@@ -319,6 +319,13 @@ func (j *job) transition(in input, as *acts) {
 
 	case inRemove:
 		st.reg = nil
+		if next, ok := st.nextFiring(); ok {
+			// It came due while the job was registered here and waits
+			// behind the job's claim here: no later claim of the removed
+			// job reports it, so it is reported skipped, as the claim it
+			// waits behind is when it waits (dropClaimWaiting).
+			as.add(act{kind: actSkip, f: next, reason: SkipLocked})
+		}
 		st.dropNext()
 		st.catchUpDue = false
 		j.dropClaimWaiting(as)

@@ -239,6 +239,39 @@ func TestScheduler_Remove_ReportsADroppedBufferedOccurrence(t *testing.T) {
 	}
 }
 
+// An occurrence queued behind the buffered one (it came due while that one
+// waited, and waits to be claimed after it) is reported too when Remove
+// drops them both: it too came due while the replica had the job (the
+// simulator's seed 5714 of the long mode from 4952).
+func TestScheduler_Remove_ReportsTheOccurrenceQueuedBehindTheBufferedOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		var ev events
+		s := newScheduler(t, store, WithObserver(ev.observe))
+		require.NoError(t, s.Register("slow", Every(10*time.Second), func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		}, WithOverlap(OverlapBufferOne), WithTTL(3*time.Second)))
+		require.NoError(t, s.Start())
+		time.Sleep(22 * time.Second) // :00 runs; :10 waits for it, and :20 waits behind :10
+		require.NoError(t, s.Remove("slow"))
+		synctest.Wait()
+		shutdown(t, s)
+
+		skipped := map[time.Time]SkipReason{}
+		for _, e := range ev.of(EventSkipped) {
+			skipped[e.Occurrence.UTC()] = e.Reason
+		}
+		for _, sec := range []int{10, 20} {
+			occ := time.Date(2000, 1, 1, 0, 0, sec, 0, time.UTC)
+			reason, ok := skipped[occ]
+			if assert.True(t, ok, "occurrence %s, dropped by Remove, is reported; skips: %v", occ, skipped) {
+				assert.Equal(t, SkipLocked, reason)
+			}
+		}
+	})
+}
+
 // Remove then Register of the same name keeps SkipRunning: while the
 // removed job's run still executes here (it ignores its context, and its
 // lease ran out after its timeout), the job registered again does not
