@@ -80,11 +80,21 @@ func (s *Scheduler) finishUncalled(r *run, end *exit) (triggers int) {
 // could leave it waiting until it lapsed. A release without a status
 // does not count them, so this asks the store: a round trip more, for
 // runs that did not run only.
+//
+// An attempt with a completion record (attempts.go) that did not call its
+// job leaves its occurrence open: its index entry, due when its lease
+// would have expired, is made due now, so that the fleet attempts the
+// occurrence again, or gives it up past its deadline, at its next read of
+// the index rather than up to a TTL later.
 func (s *Scheduler) releaseUncalled(r *run) (triggers int) {
-	if released, _ := s.release(r, nil); released {
-		return s.waitingTriggers(r.job, r.reg.ttl)
+	released, _ := s.release(r, nil)
+	if !released {
+		return 0
 	}
-	return 0
+	if r.attempts.Max > 0 {
+		s.index(r.job, r.lease.Round, r.attempts.Deadline, s.storeClock.Now())
+	}
+	return s.waitingTriggers(r.job, r.reg.ttl)
 }
 
 // waitingTriggers returns how many triggers wait for j in the store, with

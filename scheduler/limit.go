@@ -31,13 +31,17 @@ type concurrencyLimit struct {
 // run sharing the limit releases its slot, up to the job's next
 // occurrence less a margin of min(gap/10, 1s) (as for retries; for an At
 // schedule, AtRetryWindow), keeping the job's lease alive meanwhile. If
-// no slot frees up in time the occurrence is skipped with
-// SkipConcurrencyLimit: it is not run anywhere (its round is claimed, so
-// no other replica runs it, and the ledger does not report it missed; the
-// skip event does). The slot is kept alive by a heartbeat as the lease is,
-// and released with it after the run; a run whose slot is lost is
-// cancelled as for a lost lease. EventStarted is emitted once the slot is
-// taken.
+// no slot frees up in time the attempt is skipped with
+// SkipConcurrencyLimit. An occurrence with one attempt (WithAttempts(1),
+// or a window too short for completion) is then not run anywhere (its
+// round is claimed, so no other replica runs it, and the ledger does not
+// report it missed; the skip event does). One with attempts stays open:
+// the fleet attempts it again, on any replica, at its next read of the
+// index of open occurrences, while attempts and its window remain, and
+// reports it given up after. The slot is kept alive by a heartbeat as the
+// lease is, and released with it after the run; a run whose slot is lost
+// is cancelled as for a lost lease. EventStarted is emitted once the slot
+// is taken.
 //
 // name must be a valid lease key (non-empty, at most lease.MaxKeyBytes
 // with the key prefix); n must be between 1 and lease.MaxSemaphoreLimit.

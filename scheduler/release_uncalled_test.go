@@ -122,3 +122,45 @@ func TestScheduler_Trigger_HandedOnWhenARunWaitingForASlotStops(t *testing.T) {
 		assert.Equal(t, "b", runs[0].replica)
 	})
 }
+
+// An attempt that got no slot of its job's concurrency limit did not run
+// the job: its occurrence stays open, and is attempted again, or given up
+// past its deadline, at the next read of the fleet's index, not when the
+// attempt's lease would have expired. Its release carries no status, so
+// its index entry stayed due at that expiry: a resumed attempt whose wait
+// for a slot ended at the occurrence's deadline, soon after it started,
+// left the occurrence open for up to a TTL past its deadline before it was
+// given up (the simulator's seed 4969 of the long mode from 4952).
+func TestScheduler_Limit_AnAttemptWithoutASlotIsGivenUpAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemoryStore(t, nil)
+		holdTheOnlySlot(t, store)
+		time.Sleep(30 * time.Second)
+		var ev events
+		var givenAt time.Time
+		s := newScheduler(t, store, WithInstanceID("a"), WithObserver(func(e Event) {
+			if e.Kind == EventGivenUp {
+				givenAt = time.Now() // the bubble's clock; read after shutdown
+			}
+			ev.observe(e)
+		}))
+		require.NoError(t, s.Register("report", Every(time.Hour), nop, WithConcurrencyLimit("shared", 1), WithTTL(10*time.Second),
+			WithCatchUp(time.Minute), WithAttemptWindow(62*time.Second))) // the first attempt waits for a slot until occ + 1m
+		occ := time.Now().Truncate(time.Hour) // 30s ago: caught up at Start
+		require.NoError(t, s.Start())
+		time.Sleep(time.Until(occ.Add(90 * time.Second)))
+		shutdown(t, s)
+
+		skips := 0
+		for _, e := range ev.of(EventSkipped) {
+			if e.Reason == SkipConcurrencyLimit {
+				skips++
+			}
+		}
+		assert.Equal(t, 2, skips, "two attempts, each without a slot")
+		given := ev.of(EventGivenUp)
+		require.Len(t, given, 1)
+		deadline := occ.Add(62 * time.Second)
+		assert.Less(t, givenAt.Sub(deadline), 2*resumePoll, "given up at the next read of the index after its deadline, %s after it", givenAt.Sub(deadline))
+	})
+}
