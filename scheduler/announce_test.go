@@ -101,3 +101,51 @@ func TestScheduler_ControlPlane_AnnouncementsReadAtMostOncePerGap(t *testing.T) 
 		assert.LessOrEqual(t, counted.reads.Load()-before, int64(2), "8 announcements within 0.8 s: a read at the first and one gap later")
 	})
 }
+
+// lossyStore is an in-process store whose subscription loses every
+// announcement of a registry change (fleet.MessageFleet), as one that was
+// down while they were published; deliver hands its subscriber a message,
+// as the store does with fleet.MessageResync once it subscribed again.
+type lossyStore struct {
+	*memory.Store
+	fn atomic.Pointer[func(fleet.Message)]
+}
+
+func (s *lossyStore) Subscribe(ctx context.Context, fn func(fleet.Message)) (func(), error) {
+	s.fn.Store(&fn)
+	return s.Store.Subscribe(ctx, func(m fleet.Message) {
+		if m.Kind != fleet.MessageFleet {
+			fn(m)
+		}
+	})
+}
+
+func (s *lossyStore) deliver(m fleet.Message) { (*s.fn.Load())(m) }
+
+// A replica whose subscription was down while another joined missed its
+// announcement: when it subscribes again (fleet.MessageResync), it reads
+// the registry, as it looks for the triggers it may have missed. Without
+// that its view lacked the new replica until its next refresh (an hour
+// here; up to three refreshes by default), and its choices of a preferred
+// replica differed from the fleet's meanwhile.
+func TestScheduler_ControlPlane_ResyncReadsTheFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMemoryStore(t, nil)
+		lossy := &lossyStore{Store: mem}
+		a := newScheduler(t, lossy, WithInstanceID("a"), WithRegistryRefresh(time.Hour))
+		require.NoError(t, a.Register("j", Every(time.Minute), nop))
+		require.NoError(t, a.Start())
+		synctest.Wait()
+		time.Sleep(announceGap)
+
+		b := newScheduler(t, mem, WithInstanceID("b"), WithRegistryRefresh(time.Hour))
+		require.NoError(t, b.Register("j", Every(time.Minute), nop))
+		require.NoError(t, b.Start())
+		synctest.Wait()
+		require.Equal(t, []string{"a"}, viewOf(a, "job:j"), "a missed b's announcement")
+
+		lossy.deliver(fleet.Message{Kind: fleet.MessageResync})
+		synctest.Wait()
+		assert.Equal(t, []string{"a", "b"}, viewOf(a, "job:j"), "a read the registry when it subscribed again")
+	})
+}

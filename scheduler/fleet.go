@@ -38,7 +38,7 @@ type controlPlane struct {
 	started time.Time
 
 	dirty  chan struct{} // a job was added or removed: publish again
-	resync chan struct{} // the control channel reconnected: look for triggers it may have missed
+	resync chan struct{} // the control channel reconnected: look for the triggers and registry changes it may have missed
 	// changed: another replica announced that its registry entry changed
 	// (fleet.MessageFleet): read the registry now, or when announceGap
 	// has passed since the last read.
@@ -234,7 +234,14 @@ func (cp *controlPlane) run() {
 				cp.lookForTriggersOf(fresh)
 			}
 		case <-cp.resync:
+			// The subscription lost messages: triggers, and the
+			// announcements of registry changes (this replica's view
+			// would lack a replica that joined, or keep one that left,
+			// until a refresh read the registry).
 			cp.lookForTriggers()
+			if cp.readFleet() {
+				ticks = 0
+			}
 		case <-cp.changed:
 			if readLaterC == nil { // else a read is due: it sees this change too
 				// At once (a timer of 0 fires at once) if the last read
@@ -499,8 +506,10 @@ func (cp *controlPlane) report(conflicts []fleet.Conflict) {
 // subscribe holds the control channel's subscription, making it when it
 // is missing. A new subscription has missed whatever was announced before
 // it (triggers queued while this replica was down, or while it could not
-// subscribe), so it is followed by a look for waiting triggers: one store
-// read per job, at start and after a failed subscription only.
+// subscribe; announcements that another replica joined or left since this
+// one read the registry), so it is followed by a read of the registry and
+// a look for waiting triggers (one store read per job), at start and after
+// a failed subscription only.
 func (cp *controlPlane) subscribe() {
 	if cp.unsub != nil {
 		return
@@ -513,6 +522,7 @@ func (cp *controlPlane) subscribe() {
 		return
 	}
 	cp.unsub = unsub
+	cp.readFleet() // the announcements of registry changes made before it
 	cp.lookForTriggers()
 }
 
