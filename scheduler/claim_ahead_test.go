@@ -294,3 +294,44 @@ func TestScheduler_ClaimAhead_ShutdownBeforeTheOccurrenceIsResumedElsewhere(t *t
 		assert.Less(t, called[0], base.Add(11500*time.Millisecond).UnixMilli(), "resumed within a second or so of a's shutdown, not after the TTL")
 	})
 }
+
+// A cron schedule started (or registered) less than a second before its
+// first firing, in the same wall-clock second, still fires it. gocron
+// takes a first run time within the same second as the time it computes
+// it from for the second instance of a wall time repeated by a
+// daylight-saving fall-back, and skips to the run after it: with a lead,
+// a firing is not on a whole second, so a replica that started at
+// 11:59:59.100 with a lead of 250ms lost the 12:00 occurrence, and
+// nothing reported it (the simulator's seed 7823 of the long mode from
+// 7443).
+func TestScheduler_ClaimAhead_CronStartedInTheSecondOfItsFirstFiring(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after bool // registered after Start, else before it
+	}{{"registered before Start", false}, {"registered after Start", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newMemoryStore(t, nil)
+				var calls callTimes
+				base := time.Now().Truncate(time.Minute) // the bubble starts at a whole minute
+				first := base.Add(time.Minute)
+				time.Sleep(time.Until(first.Add(-900 * time.Millisecond))) // 650ms before the firing, in its second
+				s := newScheduler(t, store, WithClaimLead(lead))
+				register := func() { require.NoError(t, s.Register("minutely", Cron("* * * * *"), calls.record)) }
+				if !tc.after {
+					register()
+				}
+				require.NoError(t, s.Start())
+				if tc.after {
+					register()
+				}
+				time.Sleep(time.Until(first.Add(time.Minute + time.Second)))
+				synctest.Wait()
+				shutdown(t, s)
+
+				_, occ := calls.get()
+				assert.Equal(t, unixMillis([]time.Time{first, first.Add(time.Minute)}), occ, "the first two occurrences, each once")
+			})
+		})
+	}
+}

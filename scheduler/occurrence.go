@@ -104,8 +104,20 @@ func (p *everyPlan) between(a, b time.Time, limit int) (int, time.Time, time.Tim
 // maps firings to occurrences, so the two can never disagree.
 type cronPlan struct{ expr *cronexpr.Expr }
 
-func (p *cronPlan) definition(_ time.Time, lead time.Duration) (gocron.JobDefinition, []gocron.JobOption, bool) {
-	return gocron.CronJob(p.expr.String(), true), []gocron.JobOption{gocron.WithCronImplementation(cronSpec{p.expr, lead})}, true
+func (p *cronPlan) definition(now time.Time, lead time.Duration) (gocron.JobDefinition, []gocron.JobOption, bool) {
+	spec := cronSpec{p.expr, lead}
+	opts := []gocron.JobOption{gocron.WithCronImplementation(spec)}
+	// The first firing is given, not left to gocron: gocron takes a first
+	// run in the same wall-clock second as the time it computes it from
+	// for the second instance of a time repeated by a daylight-saving
+	// fall-back, and skips to the run after it. A firing lead ahead is not
+	// on a whole second, so a group scheduled in the second before its
+	// first firing would lose that occurrence. (Allowed in the past: gocron
+	// steps from a start time that has passed to the next firing.)
+	if first := spec.Next(now); !first.IsZero() {
+		opts = append(opts, gocron.WithStartAt(gocron.WithStartDateTimePast(first.In(now.Location()))))
+	}
+	return gocron.CronJob(p.expr.String(), true), opts, true
 }
 
 // maxLead: occurrences of a cron expression are at least a second apart,
