@@ -507,17 +507,26 @@ func (c *checker) interrupted(job string, occ time.Time) bool {
 	return false
 }
 
-// ledgerWiped reports whether a wipe came between occ and the next claim
-// of the job, which would have reported it missed.
+// ledgerWiped reports whether a wipe came between the job's last claim of
+// a round before occ, which recorded the round, and its next claim after
+// occ, which would have read it and reported occ missed: a wipe in
+// between takes the recorded round, and the next claim finds none (a
+// trigger's claim that superseded occ too).
 func (c *checker) ledgerWiped(job string, occ time.Time) bool {
-	next := c.far()
+	prev, next := c.h.Start, c.far()
 	for _, l := range c.leases[job] {
-		if l.Round > occ.UnixMilli() && l.Acquired.After(occ) {
-			next = l.Acquired
-			break
+		switch {
+		case l.Round > 0 && l.Round < occ.UnixMilli() && l.Acquired.Before(occ):
+			if l.Acquired.After(prev) {
+				prev = l.Acquired
+			}
+		case l.Round > occ.UnixMilli() && l.Acquired.After(occ):
+			if l.Acquired.Before(next) {
+				next = l.Acquired
+			}
 		}
 	}
-	return c.wipeIn(occ, next)
+	return c.wipeIn(prev, next)
 }
 
 // describe lists the events of one occurrence, for a message.

@@ -3,6 +3,7 @@ package schedsim
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ var (
 	flagFull   = flag.Bool("sim.full", false, "simulate the full fleet (Config.Full; always with -sim.long)")
 	flagHours  = flag.Float64("sim.hours", 1, "simulated hours per seed")
 	flagWindow = flag.Duration("sim.window", 2*time.Minute, "with -sim.seed and -v: how much history around the first violation to print")
+	flagLog    = flag.Bool("sim.log", false, "with -sim.seed: write the replicas' logs, at debug level, to stderr")
 )
 
 // TestSimulation runs the fleet simulation for many seeds and holds each
@@ -110,7 +112,11 @@ func simulate(t *testing.T, seed int64) (*History, []Violation) {
 	var h *History
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		h, err = Run(Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: *flagFull || *flagLong})
+		cfg := Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: *flagFull || *flagLong}
+		if *flagLog && *flagSeed != 0 {
+			cfg.Log = os.Stderr
+		}
+		h, err = Run(cfg)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
@@ -30,6 +31,10 @@ type Config struct {
 	// seconds apart, refreshing every 30 seconds: about a quarter of the
 	// work per simulated hour, with the same operations and faults.
 	Full bool
+	// Log, when not nil, receives the replicas' logs at debug level, each
+	// line with the simulated time since the start (t) and the replica
+	// (r): what a failing seed's history leaves out.
+	Log io.Writer
 }
 
 // world is one simulation: the store, the replicas, the operator.
@@ -97,7 +102,7 @@ func Run(cfg Config) (*History, error) {
 	start := time.Now()
 	h := &History{Seed: cfg.Seed, Start: start, End: start.Add(cfg.Duration), Pauses: make(map[string][]Interval)}
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)), h: h,
-		log: slog.New(slog.DiscardHandler), triggerSerial: make(map[string]int)}
+		log: simLog(cfg.Log, start), triggerSerial: make(map[string]int)}
 	w.rec = newRecorder(h)
 	var err error
 	if w.srv, err = newServer(w.rec); err != nil {
@@ -246,7 +251,7 @@ func (w *world) start(b *base) {
 	if w.cfg.Full {
 		refresh = scheduler.DefaultRegistryRefresh
 	}
-	s, err := scheduler.New(inc.view, scheduler.WithLogger(w.log), scheduler.WithInstanceID(id),
+	s, err := scheduler.New(inc.view, scheduler.WithLogger(w.log.With("r", id)), scheduler.WithInstanceID(id),
 		scheduler.WithClock(inc.clock), scheduler.WithObserver(w.observe), scheduler.WithRegistryRefresh(refresh),
 		scheduler.WithClaimLead(claimLeadOf(w.cfg.Seed, b.n)))
 	if err != nil {
@@ -393,6 +398,13 @@ func (w *world) stop(inc *incarnation, how string, bound time.Duration) {
 	w.rec.with(func(*History) {
 		if how != "" {
 			inc.life.To, inc.life.How = now, how
+		}
+		if inc.parts != nil {
+			// A partition that the stop ends: the checks see it as they
+			// see a healed one (live tells both from a stop's end).
+			iv := *inc.parts
+			iv.To = now
+			inc.life.Severed = append(inc.life.Severed, iv)
 		}
 		for _, reg := range inc.regs {
 			reg.To = now
@@ -633,4 +645,19 @@ func (w *world) write(ctx context.Context, inc *incarnation, a *Attempt) error {
 	}
 	w.rec.with(func(*History) { a.Writes = append(a.Writes, wr) })
 	return err
+}
+
+// simLog returns the replicas' logger: one that writes to out at debug
+// level with times relative to start, or one that discards when out is
+// nil.
+func simLog(out io.Writer, start time.Time) *slog.Logger {
+	if out == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.String("t", "+"+time.Since(start).String())
+		}
+		return a
+	}}))
 }
