@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -57,6 +58,7 @@ type registrationRow struct {
 func (c *Console) serveFleet(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rs, err := c.in.Replicas(r.Context())
+	unreadable, err := c.leftOut(err)
 	if err != nil {
 		c.storeFailed(w, r, err, "")
 		return
@@ -89,7 +91,7 @@ func (c *Console) serveFleet(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(p.Versions)
 	p.Conflicts = c.conflicts(rs)
-	c.render(w, r, http.StatusOK, pageFleet, layout{Title: "Fleet", Nav: "fleet", Refresh: c.refreshSeconds(), Page: p, Took: took})
+	c.render(w, r, http.StatusOK, pageFleet, layout{Title: "Fleet", Nav: "fleet", Refresh: c.refreshSeconds(), Page: p, Took: took, Unreadable: unreadable})
 }
 
 // conflicts finds, in the registry alone, the jobs whose live replicas
@@ -212,6 +214,7 @@ type jobsPage struct {
 func (c *Console) serveJobs(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	jobs, err := c.in.Jobs(r.Context())
+	unreadable, err := c.leftOut(err)
 	if err != nil {
 		c.storeFailed(w, r, err, "")
 		return
@@ -238,7 +241,7 @@ func (c *Console) serveJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Jobs = append(p.Jobs, row)
 	}
-	c.render(w, r, http.StatusOK, pageJobs, layout{Title: "Jobs", Nav: "jobs", Refresh: c.refreshSeconds(), Page: p, Took: took})
+	c.render(w, r, http.StatusOK, pageJobs, layout{Title: "Jobs", Nav: "jobs", Refresh: c.refreshSeconds(), Page: p, Took: took, Unreadable: unreadable})
 }
 
 // jobPage is a job page's data.
@@ -299,6 +302,7 @@ func (c *Console) serveJob(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	j, err := c.in.Job(r.Context(), name)
+	unreadable, err := c.leftOut(err)
 	if err != nil {
 		c.storeFailed(w, r, err, name)
 		return
@@ -335,7 +339,7 @@ func (c *Console) serveJob(w http.ResponseWriter, r *http.Request) {
 		p.PausedAt, p.PausedAgo = utc(pz.At), relative(pz.At, j.Now)
 	}
 	p.Forms = c.formsFor(w, r, j)
-	c.render(w, r, http.StatusOK, pageJob, layout{Title: j.Name, Nav: "jobs", Refresh: c.refreshSeconds(), Page: p, Took: took})
+	c.render(w, r, http.StatusOK, pageJob, layout{Title: j.Name, Nav: "jobs", Refresh: c.refreshSeconds(), Page: p, Took: took, Unreadable: unreadable})
 }
 
 // formsFor returns the forms the request may use on job j, with their
@@ -387,6 +391,7 @@ func (c *Console) serveReleaseConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := c.in.Job(r.Context(), name)
+	unreadable, err := c.leftOut(err)
 	if err != nil {
 		c.storeFailed(w, r, err, name)
 		return
@@ -401,7 +406,7 @@ func (c *Console) serveReleaseConfirm(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Form = &form{Action: c.jobURL(j.Name) + "/release", Token: c.tokens.token(c.tokens.nonce(w, r), a)}
 	}
-	c.render(w, r, http.StatusOK, pageReleaseConfirm, layout{Title: "Force-release " + j.Name, Nav: "jobs", Page: p})
+	c.render(w, r, http.StatusOK, pageReleaseConfirm, layout{Title: "Force-release " + j.Name, Nav: "jobs", Page: p, Unreadable: unreadable})
 }
 
 // jobName returns the job name in the request's address, or answers 400
@@ -424,6 +429,20 @@ func (c *Console) jobName(w http.ResponseWriter, r *http.Request) (string, bool)
 // storeFailed answers an error from the Inspector: 404 for an unknown job,
 // 400 for a refused argument, 503/504/502 when the store could not serve.
 // The error itself is logged, never shown.
+// leftOut splits the error of an Inspector read: one that wraps a
+// *fleet.UnreadableError came with what the readable registry entries
+// say, which the page shows with the replicas left out named (and logged
+// at debug: every refresh of every page reads them); any other error is
+// returned.
+func (c *Console) leftOut(err error) ([]string, error) {
+	var u *fleet.UnreadableError
+	if err == nil || !errors.As(err, &u) {
+		return nil, err
+	}
+	c.log.Debug("console: registry entries left out of a page", slog.Any("replicas", u.Replicas), slog.Any("error", u))
+	return u.Replicas, nil
+}
+
 func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, err error, job string) {
 	switch {
 	case errors.Is(err, inspect.ErrUnknownJob):

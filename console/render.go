@@ -65,6 +65,9 @@ type layout struct {
 	Page     any           // the page's own data
 	Served   time.Time     // when the page was rendered (local clock)
 	Took     time.Duration // server time spent reading the store
+	// Unreadable are the live replicas whose registry entries could not
+	// be read: the page shows the others, and says so.
+	Unreadable []string
 }
 
 // render writes page with its data and the status.

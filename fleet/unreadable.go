@@ -11,8 +11,9 @@ import (
 // changed it). Store.Replicas, Store.Conflicts and Store.PublishReplica
 // return it together with what they could read, so that one such entry
 // does not hide the rest of the fleet: a replica builds its view of the
-// fleet from the others and leaves the unreadable ones out. Callers that
-// need the whole registry (a command-line listing) treat it as a failure.
+// fleet from the others and leaves the unreadable ones out, and the
+// inspect package, the cronguard command and the console show the others
+// with a warning that names the replicas left out.
 //
 // Err is the first entry's error and wraps lease.ErrInternal.
 type UnreadableError struct {

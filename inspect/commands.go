@@ -31,7 +31,7 @@ func (in *Inspector) Pause(ctx context.Context, name, by, note string) error {
 	if len(note) > fleet.MaxPauseNoteBytes || !utf8.ValidString(note) {
 		return invalid(op, "note must be valid UTF-8 of at most %d bytes, got %d bytes", fleet.MaxPauseNoteBytes, len(note))
 	}
-	regs, _, err := in.resolve(ctx, op, name)
+	regs, _, _, err := in.resolve(ctx, op, name) // acts on the job as the readable entries name it
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (in *Inspector) Pause(ctx context.Context, name, by, note string) error {
 // replica has registered name.
 func (in *Inspector) Resume(ctx context.Context, name string) (bool, error) {
 	const op = "resume"
-	regs, _, err := in.resolve(ctx, op, name)
+	regs, _, _, err := in.resolve(ctx, op, name) // acts on the job as the readable entries name it
 	if err != nil {
 		return false, err
 	}
@@ -104,7 +104,7 @@ func (in *Inspector) ForceRelease(ctx context.Context, name, by string) (lease.I
 	if err := checkBy(op, by); err != nil {
 		return lease.Info{}, err
 	}
-	regs, _, err := in.resolve(ctx, op, name)
+	regs, _, _, err := in.resolve(ctx, op, name) // acts on the job as the readable entries name it
 	if err != nil {
 		return lease.Info{}, err
 	}

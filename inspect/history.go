@@ -51,7 +51,7 @@ func (in *Inspector) History(ctx context.Context, name string, q HistoryQuery) (
 	if err != nil {
 		return History{}, err
 	}
-	regs, _, err := in.resolve(ctx, op, name)
+	regs, _, _, err := in.resolve(ctx, op, name) // acts on the job as the readable entries name it
 	if err != nil {
 		return History{}, err
 	}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -88,12 +89,33 @@ func New(store fleet.Store, opts ...Option) (*Inspector, error) {
 // replica's last refresh (scheduler.WithRegistryRefresh, 5s by default),
 // so a replica that died is listed for up to 15s; one that shut down
 // cleanly is gone at once.
+//
+// Entries it cannot read (written by a later version of cronguard, or by
+// hand) do not hide the others: it returns the readable ones with an
+// error that wraps a *fleet.UnreadableError naming the replicas left out
+// (errors.As), so that a caller can show what it has and warn. Jobs and
+// Job do the same. Any other error comes with no replicas.
 func (in *Inspector) Replicas(ctx context.Context) ([]fleet.Replica, error) {
-	rs, err := in.store.Replicas(ctx)
+	rs, err := in.readRegistry(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("inspect: replicas: %w", err)
+		return rs, fmt.Errorf("inspect: replicas: %w", err)
 	}
 	return rs, nil
+}
+
+// readRegistry reads the live replicas: all of them with a nil error, the
+// readable ones with an error that is a *fleet.UnreadableError, or none
+// with any other error.
+func (in *Inspector) readRegistry(ctx context.Context) ([]fleet.Replica, error) {
+	rs, err := in.store.Replicas(ctx)
+	if err == nil {
+		return rs, nil
+	}
+	var u *fleet.UnreadableError
+	if errors.As(err, &u) {
+		return rs, u
+	}
+	return nil, err
 }
 
 // registrations returns every live replica's registration of each job,
@@ -115,21 +137,29 @@ func registrations(replicas []fleet.Replica) (map[string][]Registration, []strin
 	return by, names
 }
 
-// resolve finds name among the live replicas' jobs: its registrations, or
-// ErrUnknownJob.
-func (in *Inspector) resolve(ctx context.Context, op, name string) ([]Registration, []fleet.Replica, error) {
+// resolve finds name among the live replicas' jobs: its registrations
+// and the replicas read, or ErrUnknownJob. unreadable is not nil when some
+// registry entries could not be read (the job's registrations are then
+// the readable replicas'); an unknown job's error names them, as they may
+// be the ones that have it.
+func (in *Inspector) resolve(ctx context.Context, op, name string) (regs []Registration, replicas []fleet.Replica, unreadable error, err error) {
 	if err := checkName(op, name); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	replicas, err := in.store.Replicas(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("inspect: %s %q: %w", op, name, err)
+	replicas, err = in.readRegistry(ctx)
+	if err != nil && replicas == nil {
+		return nil, nil, nil, fmt.Errorf("inspect: %s %q: %w", op, name, err)
 	}
-	regs, _ := registrations(replicas)
-	if len(regs[name]) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s %q: no live replica has registered it (%d live replicas)", ErrUnknownJob, op, name, len(replicas))
+	unreadable = err
+	by, _ := registrations(replicas)
+	if len(by[name]) == 0 {
+		if unreadable != nil {
+			return nil, nil, nil, fmt.Errorf("%w: %s %q: no live replica whose registry entry could be read has registered it (%d live replicas read; left out: %w)",
+				ErrUnknownJob, op, name, len(replicas), unreadable)
+		}
+		return nil, nil, nil, fmt.Errorf("%w: %s %q: no live replica has registered it (%d live replicas)", ErrUnknownJob, op, name, len(replicas))
 	}
-	return regs[name], replicas, nil
+	return by[name], replicas, unreadable, nil
 }
 
 // checkName checks a job name: non-empty valid UTF-8, as every job name a

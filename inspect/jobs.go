@@ -127,10 +127,14 @@ func (r Run) Ended() time.Time { return r.Started.Add(r.Duration) }
 // commands. Each job's state is read at its own Job.Now (see the package
 // documentation for how consistent one read is); different jobs are read
 // at slightly different instants.
+//
+// When some registry entries cannot be read, it returns the jobs of the
+// readable ones with an error that wraps a *fleet.UnreadableError, as
+// Replicas does; a job only unreadable replicas have is not among them.
 func (in *Inspector) Jobs(ctx context.Context) ([]Job, error) {
-	replicas, err := in.store.Replicas(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: jobs: %w", err)
+	replicas, unreadable := in.readRegistry(ctx)
+	if unreadable != nil && replicas == nil {
+		return nil, fmt.Errorf("inspect: jobs: %w", unreadable)
 	}
 	regs, names := registrations(replicas)
 	jobs := make([]Job, len(names))
@@ -150,20 +154,28 @@ func (in *Inspector) Jobs(ctx context.Context) ([]Job, error) {
 			return nil, fmt.Errorf("inspect: jobs: job %q: %w", names[i], err)
 		}
 	}
+	if unreadable != nil {
+		return jobs, fmt.Errorf("inspect: jobs: %w", unreadable)
+	}
 	return jobs, nil
 }
 
 // Job returns one job of the fleet with its state: a registry read and
 // one job state read. It fails with ErrUnknownJob when no live replica has
-// registered name.
+// registered name. When some registry entries cannot be read, it returns
+// the job as the readable replicas registered it with an error that wraps
+// a *fleet.UnreadableError, as Replicas does.
 func (in *Inspector) Job(ctx context.Context, name string) (Job, error) {
-	regs, replicas, err := in.resolve(ctx, "job", name)
+	regs, replicas, unreadable, err := in.resolve(ctx, "job", name)
 	if err != nil {
 		return Job{}, err
 	}
 	j, err := in.jobState(ctx, name, regs, replicas)
 	if err != nil {
 		return Job{}, fmt.Errorf("inspect: job %q: %w", name, err)
+	}
+	if unreadable != nil {
+		return j, fmt.Errorf("inspect: job %q: %w", name, unreadable)
 	}
 	return j, nil
 }

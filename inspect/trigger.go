@@ -110,7 +110,7 @@ func (in *Inspector) Trigger(ctx context.Context, name, by string, opts ...Trigg
 	if err := checkBy(op, by); err != nil {
 		return TriggerResult{}, err
 	}
-	regs, replicas, err := in.resolve(ctx, op, name)
+	regs, replicas, _, err := in.resolve(ctx, op, name) // acts on the job as the readable entries name it
 	if err != nil {
 		return TriggerResult{}, err
 	}

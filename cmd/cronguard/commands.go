@@ -72,17 +72,21 @@ func runReplicas(ctx context.Context, s *session, _ string) error {
 	ctx, cancel := s.opContext(ctx, 0)
 	defer cancel()
 	rs, err := s.in.Replicas(ctx)
+	unreadable, incomplete, err := incompleteRead(err)
 	if err != nil {
 		return err
 	}
 	if s.json {
-		out := replicasJSON{Replicas: []replicaJSON{}}
+		out := replicasJSON{Replicas: []replicaJSON{}, Unreadable: unreadableIDs(unreadable)}
 		for _, r := range rs {
 			out.Replicas = append(out.Replicas, toReplicaJSON(r))
 		}
-		return writeJSON(s.env.stdout, out)
+		return errors.Join(writeJSON(s.env.stdout, out), incomplete)
 	}
 	if len(rs) == 0 {
+		if incomplete != nil {
+			return incomplete
+		}
 		s.noReplicas()
 		return nil
 	}
@@ -96,7 +100,7 @@ func runReplicas(ctx context.Context, s *session, _ string) error {
 		t.row(r.ID, r.Version, at(r.Started, now), span(r.Refresh), clock(r.Expires, now),
 			fmt.Sprintf("%d: %s", len(names), strings.Join(names, ", ")))
 	}
-	return t.flush()
+	return errors.Join(t.flush(), incomplete)
 }
 
 // noReplicas says that the registry is empty, and what to check.
@@ -108,17 +112,21 @@ func runJobs(ctx context.Context, s *session, _ string) error {
 	ctx, cancel := s.opContext(ctx, 0)
 	defer cancel()
 	jobs, err := s.in.Jobs(ctx)
+	unreadable, incomplete, err := incompleteRead(err)
 	if err != nil {
 		return err
 	}
 	if s.json {
-		out := jobsJSON{Jobs: []jobJSON{}}
+		out := jobsJSON{Jobs: []jobJSON{}, Unreadable: unreadableIDs(unreadable)}
 		for _, j := range jobs {
 			out.Jobs = append(out.Jobs, toJobJSON(j))
 		}
-		return writeJSON(s.env.stdout, out)
+		return errors.Join(writeJSON(s.env.stdout, out), incomplete)
 	}
 	if len(jobs) == 0 {
+		if incomplete != nil {
+			return incomplete
+		}
 		s.noReplicas()
 		return nil
 	}
@@ -149,7 +157,7 @@ func runJobs(ctx context.Context, s *session, _ string) error {
 		fmt.Fprintf(s.env.stdout, "\nconflict: the replicas registered %s differently: %s (cronguard job %s shows each)\n",
 			clean(j.Name), registrationList(j), clean(j.Name))
 	}
-	return nil
+	return incomplete
 }
 
 // nextOccurrence is j's next occurrence as the tables print it, or none
@@ -213,13 +221,14 @@ func runJob(ctx context.Context, s *session, name string) error {
 	ctx, cancel := s.opContext(ctx, 0)
 	defer cancel()
 	j, err := s.in.Job(ctx, name)
+	_, incomplete, err := incompleteRead(err)
 	if err != nil {
 		return err
 	}
 	if s.json {
-		return writeJSON(s.env.stdout, toJobJSON(j))
+		return errors.Join(writeJSON(s.env.stdout, toJobJSON(j)), incomplete)
 	}
-	return writeJob(s, j)
+	return errors.Join(writeJob(s, j), incomplete)
 }
 
 // writeJob prints one job in detail.
@@ -294,7 +303,7 @@ func runPause(ctx context.Context, s *session, name string) error {
 		return err
 	}
 	j, err := s.in.Job(ctx, name)
-	if err != nil {
+	if _, _, err = incompleteRead(err); err != nil { // an entry left out does not undo what was done
 		return fmt.Errorf("paused %s, but could not read it back: %w", name, err)
 	}
 	if s.json {
@@ -316,7 +325,7 @@ func runResume(ctx context.Context, s *session, name string) error {
 		return err
 	}
 	j, err := s.in.Job(ctx, name)
-	if err != nil {
+	if _, _, err = incompleteRead(err); err != nil { // an entry left out does not undo what was done
 		return fmt.Errorf("resumed %s, but could not read it back: %w", name, err)
 	}
 	if s.json {

@@ -459,3 +459,77 @@ func TestCLI_Jobs_LocalZone(t *testing.T) {
 	decode(t, r.stdout, &j)
 	assert.Nil(t, j.Next)
 }
+
+// A live replica whose registry entry cannot be read (one written by a
+// later version, or by hand) does not hide the others: replicas, jobs and
+// job list what the readable entries say, and end with one line on
+// stderr naming the replica left out, and exit 1; --json lists it under
+// "unreadable". pause still acts on a job the readable entries name.
+func TestCLI_UnreadableEntry_TheRestIsListed(t *testing.T) {
+	f := newTestFleet(t)
+	rebuild := newGate(t)
+	f.start(t, "replica-1", exampleJobs(rebuild))
+	f.waitReplicas(t, "replica-1")
+	ctx := t.Context()
+	key := f.prefix + ":fleet:{fleet}:"
+	for _, r := range f.admin.DoMulti(ctx,
+		f.admin.B().Set().Key(key+"replica:replica-9").Value(`{"id":`).Px(time.Minute).Build(),
+		f.admin.B().Zadd().Key(key+"replicas").ScoreMember().ScoreMember(float64(f.storeNow(t).Add(time.Minute).UnixMilli()), "replica-9").Build(),
+	) {
+		require.NoError(t, r.Error())
+	}
+	leftOut := func(t *testing.T, r result, args []string) {
+		t.Helper()
+		assert.Equal(t, exitFailed, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "incomplete: the registry entries of 1 live replicas could not be read", "%v", args)
+		assert.Contains(t, r.stderr, `replica "replica-9"`, "%v", args)
+	}
+
+	args := []string{"replicas"}
+	r := f.cli(t, args...)
+	leftOut(t, r, args)
+	assert.Contains(t, lineOf(t, r.stdout, "replica-1"), "4: flaky, rebuild, report, tick")
+	assert.NotContains(t, r.stdout, "replica-9")
+
+	args = []string{"jobs"}
+	r = f.cli(t, args...)
+	leftOut(t, r, args)
+	assert.Contains(t, lineOf(t, r.stdout, "tick"), "every(1s)")
+	assert.Len(t, lines(r.stdout), 5, "a header and the 4 jobs")
+
+	args = []string{"jobs", "--json"}
+	r = f.cli(t, args...)
+	leftOut(t, r, args)
+	var jobs jobsJSON
+	decode(t, r.stdout, &jobs)
+	assert.Len(t, jobs.Jobs, 4)
+	assert.Equal(t, []string{"replica-9"}, jobs.Unreadable)
+
+	args = []string{"replicas", "--json"}
+	r = f.cli(t, args...)
+	leftOut(t, r, args)
+	var reps replicasJSON
+	decode(t, r.stdout, &reps)
+	require.Len(t, reps.Replicas, 1)
+	assert.Equal(t, []string{"replica-9"}, reps.Unreadable)
+
+	args = []string{"job", "tick"}
+	r = f.cli(t, args...)
+	leftOut(t, r, args)
+	assert.Contains(t, lineOf(t, r.stdout, "replicas:"), "1: replica-1")
+
+	r = f.cli(t, "pause", "tick", "--note", "maintenance")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "paused tick on every replica")
+	r = f.cli(t, "resume", "tick")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+
+	args = []string{"jobs", "--json"}
+	r = f.cli(t, args...)
+	decode(t, r.stdout, &jobs)
+	require.NoError(t, f.admin.Do(ctx, f.admin.B().Zrem().Key(key+"replicas").Member("replica-9").Build()).Error())
+	r = f.cli(t, args...)
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	decode(t, r.stdout, &jobs)
+	assert.Equal(t, []string{}, jobs.Unreadable, "a whole read lists none")
+}

@@ -29,7 +29,9 @@ Global flags (accepted before or after the command):
 Exit codes:
   0  done
   1  the operation failed: Redis could not be reached, refused it (ACL) or
-     holds something unreadable; a trigger for a paused job
+     holds something unreadable; a trigger for a paused job; replicas, jobs
+     and job left out live replicas whose registry entries they could not
+     read (they list the rest, then the error names those left out)
   2  usage error: unknown command or flag, a missing or extra argument, a bad
      value (--redis URL, --prefix, --by, --ttl), release without --force
   3  not found: no live replica has the job; release found no lease
@@ -141,10 +143,12 @@ in Ms; a missing value is null. Lease IDs are never printed: "leaseHash" is
 a short form of the lease ID's hash, enough to tell leases apart; "fence"
 identifies a run in the replicas' logs.
 
-replicas:  {"replicas": [Replica]}
+replicas:  {"replicas": [Replica], "unreadable": [replica ID]}
   Replica: {"id", "version", "started", "refreshMs", "expires", "jobs": [name]}
+  unreadable: live replicas whose registry entries could not be read, left
+  out (exit 1); empty when every entry was read
 
-jobs:      {"jobs": [Job]}
+jobs:      {"jobs": [Job], "unreadable": [replica ID]} (their jobs left out)
 job NAME:  Job
   Job: {
     "name", "key" (lease key), "schedule", "replicas": [replica ID],

@@ -17,6 +17,9 @@ import (
 
 type replicasJSON struct {
 	Replicas []replicaJSON `json:"replicas"`
+	// Unreadable are the live replicas whose registry entries could not
+	// be read, left out of Replicas (exit 1).
+	Unreadable []string `json:"unreadable"`
 }
 
 type replicaJSON struct {
@@ -30,6 +33,9 @@ type replicaJSON struct {
 
 type jobsJSON struct {
 	Jobs []jobJSON `json:"jobs"`
+	// Unreadable are the live replicas whose registry entries could not
+	// be read: their jobs are left out of Jobs (exit 1).
+	Unreadable []string `json:"unreadable"`
 }
 
 type jobJSON struct {

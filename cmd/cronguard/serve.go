@@ -213,8 +213,13 @@ func runServe(ctx context.Context, s *session, _ string) error {
 	rctx, cancel := s.opContext(ctx, 0)
 	_, err = in.Replicas(rctx) // fail now, not at the first page, if Redis cannot be read
 	cancel()
+	unreadable, _, err := incompleteRead(err)
 	if err != nil {
 		return fmt.Errorf("cannot read the fleet on %s: %w", s.server, err)
+	}
+	if unreadable != nil {
+		// The pages show the rest of the fleet, and name these.
+		log.Warn("registry entries the console cannot read are left out of its pages", slog.Any("replicas", unreadable.Replicas), slog.Any("error", unreadable))
 	}
 	c, err := console.New(in, sc.consoleOptions(log)...)
 	if err != nil {
