@@ -404,8 +404,16 @@ func (j *job) claimed(as *acts, in input) {
 	switch {
 	case in.err == nil && (st.reg == nil || st.stopping):
 		reason := SkipShutdown
-		if !st.stopping {
-			reason = 0 // Remove: a firing in flight is dropped
+		if !st.stopping && in.lease.Attempts.Max > 0 {
+			// Remove: the occurrence won stays open (its lease is given
+			// back without a status), for a replica that has the job to
+			// resume, or for the fleet to give up at its deadline.
+			reason = 0
+		} else if !st.stopping {
+			// Remove: its round is claimed, so no later claim's ledger
+			// reports it; reported as the occurrences Remove drops while
+			// they wait for the lease are.
+			reason = SkipLocked
 		}
 		as.add(act{kind: actGiveBack, f: f, lease: in.lease, reason: reason})
 	case in.err == nil && st.run != nil: // unreachable: one claim at a time, none while a run goes

@@ -52,7 +52,9 @@ func (s *Scheduler) Jobs() []JobInfo {
 // Remove stops firing the job registered as name on this replica: no new
 // occurrence of it starts here, a firing in flight or waiting (a buffered
 // occurrence, a catch-up) is dropped (a buffered occurrence, which came due
-// while the job was registered, is reported skipped: SkipLocked), a trigger
+// while the job was registered, is reported skipped: SkipLocked; so is one
+// whose claim was at the store and won, unless, with attempts, it stays
+// open for a replica that has the job to resume), a trigger
 // that waits for it is handed on to the replicas that still have it, and a
 // run that executes now finishes and releases its lease as usual. Other
 // replicas go on running the job. It fails with ErrUnknownJob for a name

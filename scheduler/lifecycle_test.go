@@ -15,6 +15,7 @@ import (
 
 	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease"
+	"github.com/cronguard/cronguard/lease/memory"
 )
 
 // Tests where a job's features meet: triggers, catch-up, pause, overlap,
@@ -504,4 +505,75 @@ func TestScheduler_Trigger_QueuedBeforeStartRuns(t *testing.T) {
 		require.Len(t, runs, 1, "the trigger queued before the start runs")
 		assert.True(t, runs[0].trigger)
 	})
+}
+
+// Remove while the job's claim is at the store (retried through an
+// outage, say): a claim that then wins gives the lease back unrun. With
+// one attempt, its round is claimed, so no later claim's ledger reports
+// the occurrence: the give-back reports it skipped (SkipLocked, as Remove
+// reports the occurrences it drops while they wait for the lease). With
+// attempts, the occurrence stays open for another replica to resume (or
+// for the fleet to give up at its deadline), and no skip is reported.
+// (The simulator's seed 10768 of the long mode from 9858 showed it with
+// attempts.)
+func TestScheduler_Remove_ReportsAnOccurrenceWhoseClaimWonAfterIt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		attempts int
+		reported bool
+	}{{"one attempt", 1, true}, {"with attempts", DefaultAttempts, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gate := make(chan struct{})
+				store := &gatedFleetStore{Store: newMemoryStore(t, nil), key: JobKeyPrefix + "report", gate: gate, entered: make(chan struct{}, 1)}
+				var ev events
+				var calls atomic.Int32
+				s := newScheduler(t, store, WithObserver(ev.observe))
+				require.NoError(t, s.Register("report", Every(time.Minute), func(context.Context) error {
+					calls.Add(1)
+					return nil
+				}, WithAttempts(tc.attempts)))
+				require.NoError(t, s.Start())
+				<-store.entered // the first occurrence's claim waits at the store
+				occ := time.Now()
+				require.NoError(t, s.Remove("report"))
+				close(gate)
+				synctest.Wait()
+				shutdown(t, s)
+
+				assert.Zero(t, calls.Load(), "the removed job is not called")
+				var skips []SkipReason
+				for _, e := range ev.of(EventSkipped) {
+					if e.Occurrence.Equal(occ) {
+						skips = append(skips, e.Reason)
+					}
+				}
+				if tc.reported {
+					assert.Equal(t, []SkipReason{SkipLocked}, skips, "the occurrence, claimed and not run, is reported")
+				} else {
+					assert.Empty(t, skips, "the occurrence stays open for another replica")
+				}
+			})
+		})
+	}
+}
+
+// gatedFleetStore is gatedStore for a scheduler with its control plane
+// (and so completion): a memory store whose acquires of key, one by one
+// or in a batch, wait until gate is closed.
+type gatedFleetStore struct {
+	*memory.Store
+	key     string
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g *gatedFleetStore) Acquire(ctx context.Context, key string, ttl time.Duration, opts ...lease.AcquireOption) (*lease.Lease, error) {
+	return (&gatedStore{Store: g.Store, key: g.key, gate: g.gate, entered: g.entered}).Acquire(ctx, key, ttl, opts...)
+}
+
+func (g *gatedFleetStore) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, res []lease.AcquireResult) {
+	for i, r := range reqs {
+		res[i].Lease, res[i].Err = g.Acquire(ctx, r.Key, r.TTL, r.Options...)
+	}
 }

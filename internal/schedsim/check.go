@@ -420,13 +420,14 @@ func (c *checker) coveredBy(job string, a, b time.Time, able func(replica string
 
 // reports reports whether an event accounts for occurrence occ of job: a
 // missed report covering it, a skip other than "claimed", an acquire
-// failure.
+// failure, the occurrence given up (one with attempts that no replica
+// resumed by its deadline).
 func (c *checker) reportedOcc(job string, occ time.Time) bool {
 	for _, e := range c.byOcc[job][occ.UnixMilli()] {
 		switch {
 		case e.E.Kind == scheduler.EventSkipped && e.E.Reason != scheduler.SkipClaimed:
 			return true
-		case e.E.Kind == scheduler.EventAcquireFailed:
+		case e.E.Kind == scheduler.EventAcquireFailed, e.E.Kind == scheduler.EventGivenUp:
 			return true
 		}
 	}
