@@ -43,7 +43,11 @@
 //     three of its refresh periods (15s by default); its jobs with it. A
 //     job that no live replica registered is unknown (ErrUnknownJob) even
 //     if its lease, status or pause are still in the store: the job's
-//     lease key comes from the registry.
+//     lease key comes from the registry. A live replica whose registry
+//     entry cannot be read (written by hand, or by a later version in
+//     another form) is left out, with the jobs only it has: Replicas, Jobs
+//     and Job return the rest with an error that wraps a
+//     *fleet.UnreadableError naming it.
 //   - Commands act on the store, not on the replicas: a pause is honoured
 //     by every scheduled acquire on every replica from the moment it is
 //     set, but a run in progress is not stopped; a trigger runs when a
