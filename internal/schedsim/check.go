@@ -844,10 +844,19 @@ func (c *checker) removes() {
 	}
 }
 
+// clockOf returns what replica's clock read at t (t itself for a replica
+// the history does not know).
+func (c *checker) clockOf(replica string, t time.Time) time.Time {
+	if l := c.lives[replica]; l != nil {
+		return l.clockAt(t)
+	}
+	return t
+}
+
 func (c *checker) registers() {
 	for _, r := range c.h.Regs {
-		if r.Err == "" || (!c.specs[r.Job].at.IsZero() && !r.From.Before(c.specs[r.Job].at)) {
-			continue // an At schedule whose time passed is refused
+		if r.Err == "" || (!c.specs[r.Job].at.IsZero() && !c.clockOf(r.Replica, r.From).Before(c.specs[r.Job].at)) {
+			continue // an At schedule whose time passed on the replica's clock is refused
 		}
 		limit := c.specs[r.Job].Limit
 		shared := false

@@ -172,9 +172,13 @@ func (c *checker) completion() {
 }
 
 // canResume reports whether some live, reachable replica had job over
-// [a, b], the job not paused then.
+// [a, b], the job not paused then, and was able to attempt it: executing
+// no attempt of the job then (a replica never runs two of a job at once,
+// so one whose attempt outlives its timeout or lease resumes the
+// occurrence only once that attempt returns), nor claiming an occurrence
+// it then ran (coveredIdle).
 func (c *checker) canResume(job string, a, b time.Time) bool {
-	_, ok := c.covered(job, a, b)
+	_, ok := c.coveredIdle(job, a, b)
 	return ok && !c.pausedIn(job, a, b)
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	flagSeeds  = flag.Int("sim.seeds", 150, "how many seeds TestSimulation runs (from -sim.first)")
+	flagSeeds  = flag.Int("sim.seeds", 120, "how many seeds of the lighter fleet TestSimulation runs (from -sim.first), beside the full fleet's seeds that found defects")
 	flagFirst  = flag.Int64("sim.first", 1, "the first seed TestSimulation runs")
 	flagSeed   = flag.Int64("sim.seed", 0, "run this seed only, and print its violations")
 	flagLong   = flag.Bool("sim.long", false, "run seeds until -sim.occurrences simulated occurrences, and print figures")
@@ -33,8 +33,9 @@ func TestSimulation(t *testing.T) {
 		figs  Figures
 		known = make(map[string]map[int64]bool) // check -> seeds
 	)
-	run := func(t *testing.T, seed int64) {
-		h, vs := simulate(t, seed)
+	full := *flagFull || *flagLong
+	run := func(t *testing.T, seed int64, full bool) {
+		h, vs := simulate(t, seed, full)
 		mu.Lock()
 		figs.Add(h, vs)
 		mu.Unlock()
@@ -66,7 +67,7 @@ func TestSimulation(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "\n  %s", v)
 			}
-			t.Errorf("seed %d: %d violations:%s\nrerun: %s", seed, len(fail), b.String(), rerun(seed))
+			t.Errorf("seed %d: %d violations:%s\nrerun: %s", seed, len(fail), b.String(), rerun(seed, full))
 			if (*flagSeed != 0 || *flagLong) && testing.Verbose() {
 				// In long mode too: a violation that depends on the order
 				// of goroutines may not come back when its seed runs again.
@@ -77,10 +78,10 @@ func TestSimulation(t *testing.T) {
 	}
 	switch {
 	case *flagSeed != 0:
-		t.Run(fmt.Sprintf("seed=%d", *flagSeed), func(t *testing.T) { run(t, *flagSeed) })
+		t.Run(fmt.Sprintf("seed=%d", *flagSeed), func(t *testing.T) { run(t, *flagSeed, full) })
 	case *flagLong:
 		for seed := *flagFirst; figs.Occurrences < *flagOccs; seed++ {
-			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { run(t, seed) })
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { run(t, seed, full) })
 			if seed%100 == 0 {
 				t.Logf("after seed %d:\n%s", seed, &figs)
 			}
@@ -90,10 +91,20 @@ func TestSimulation(t *testing.T) {
 			for seed := *flagFirst; seed < *flagFirst+int64(*flagSeeds); seed++ {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 					t.Parallel()
-					run(t, seed)
+					run(t, seed, full)
 				})
 			}
 		})
+		if *flagHours == 1 {
+			t.Run("found", func(t *testing.T) {
+				for _, seed := range foundSeeds {
+					t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+						t.Parallel()
+						run(t, seed, true)
+					})
+				}
+			})
+		}
 	}
 	t.Logf("figures:\n%s", &figs)
 	for check, seeds := range known {
@@ -101,18 +112,28 @@ func TestSimulation(t *testing.T) {
 	}
 }
 
-// simulate runs one seed in its own bubble and checks it.
-func simulate(t *testing.T, seed int64) (*History, []Violation) {
+// foundSeeds are the seeds of the full fleet (one simulated hour) in
+// which the simulator found a defect of the scheduler, of a store or of
+// its own checks (README.md): the suite runs each of them beside its
+// lighter seeds, so that none of those defects comes back unseen.
+var foundSeeds = []int64{
+	102, 114, 125, 165, 168, 172, 181, 193, 283, 299, 314, 330, 334, 348, 651, 761, 891,
+	2059, 2499, 2512, 3547, 3672, 4969, 5714, 7621, 7823, 8062, 10768, 11267, 12680,
+}
+
+// simulate runs one seed in its own bubble, with the full fleet when full
+// is set, and checks it.
+func simulate(t *testing.T, seed int64, full bool) (*History, []Violation) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("rerun: %s", rerun(seed))
+			t.Logf("rerun: %s", rerun(seed, full))
 		}
 	})
 	var h *History
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		cfg := Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: *flagFull || *flagLong}
+		cfg := Config{Seed: seed, Duration: time.Duration(*flagHours * float64(time.Hour)), Full: full}
 		if *flagLog && *flagSeed != 0 {
 			cfg.Log = os.Stderr
 		}
@@ -126,10 +147,10 @@ func simulate(t *testing.T, seed int64) (*History, []Violation) {
 }
 
 // rerun returns the command that runs seed again as it ran here: with the
-// full fleet when long mode or -sim.full chose it, and for as long.
-func rerun(seed int64) string {
+// full fleet when it ran with it, and for as long.
+func rerun(seed int64, full bool) string {
 	s := fmt.Sprintf("go test -race ./internal/schedsim -run TestSimulation -sim.seed=%d", seed)
-	if *flagFull || *flagLong {
+	if full {
 		s += " -sim.full"
 	}
 	if *flagHours != 1 {
