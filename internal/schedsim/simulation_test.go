@@ -114,12 +114,10 @@ func TestSimulation(t *testing.T) {
 
 // foundSeeds are the seeds of the full fleet (one simulated hour) in
 // which the simulator found a defect of the scheduler, of a store or of
-// its own checks (README.md): the suite runs each of them beside its
-// lighter seeds, so that none of those defects comes back unseen.
-var foundSeeds = []int64{
-	102, 114, 125, 165, 168, 172, 181, 193, 283, 299, 314, 330, 334, 348, 651, 761, 891,
-	2059, 2499, 2512, 3547, 3672, 4969, 5714, 7621, 7823, 8062, 10768, 11267, 12680,
-}
+// inspect (README.md; the seeds that found gaps of the checks alone are
+// left out): the suite runs each of them beside its lighter seeds, so
+// that none of those defects comes back unseen. Add each new one.
+var foundSeeds = []int64{114, 125, 165, 168, 172, 181, 193, 334, 651, 2059, 2499, 2512, 3547, 4969, 5714, 7823}
 
 // simulate runs one seed in its own bubble, with the full fleet when full
 // is set, and checks it.
