@@ -481,7 +481,7 @@ func TestCLI_UnreadableEntry_TheRestIsListed(t *testing.T) {
 	leftOut := func(t *testing.T, r result, args []string) {
 		t.Helper()
 		assert.Equal(t, exitFailed, r.code, "%v", args)
-		assert.Contains(t, r.stderr, "incomplete: the registry entries of 1 live replicas could not be read", "%v", args)
+		assert.Contains(t, r.stderr, "incomplete: the registry entry of 1 live replica could not be read, left out", "%v", args)
 		assert.Contains(t, r.stderr, `replica "replica-9"`, "%v", args)
 	}
 

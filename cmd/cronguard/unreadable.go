@@ -20,7 +20,11 @@ func incompleteRead(err error) (unreadable *fleet.UnreadableError, incomplete, f
 	if !errors.As(err, &unreadable) {
 		return nil, nil, err
 	}
-	return unreadable, fmt.Errorf("incomplete: the registry entries of %d live replicas could not be read and are left out: %w", len(unreadable.Replicas), err), nil
+	what := fmt.Sprintf("the registry entries of %d live replicas", len(unreadable.Replicas))
+	if len(unreadable.Replicas) == 1 {
+		what = "the registry entry of 1 live replica"
+	}
+	return unreadable, fmt.Errorf("incomplete: %s could not be read, left out: %w", what, err), nil
 }
 
 // unreadableIDs returns the IDs of the replicas left out, for --json (an
