@@ -96,26 +96,28 @@ func New(store fleet.Store, opts ...Option) (*Inspector, error) {
 // (errors.As), so that a caller can show what it has and warn. Jobs and
 // Job do the same. Any other error comes with no replicas.
 func (in *Inspector) Replicas(ctx context.Context) ([]fleet.Replica, error) {
-	rs, err := in.readRegistry(ctx)
-	if err != nil {
-		return rs, fmt.Errorf("inspect: replicas: %w", err)
+	rs, unreadable, err := in.readRegistry(ctx)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("inspect: replicas: %w", err)
+	case unreadable != nil:
+		return rs, fmt.Errorf("inspect: replicas: %w", unreadable)
 	}
 	return rs, nil
 }
 
-// readRegistry reads the live replicas: all of them with a nil error, the
-// readable ones with an error that is a *fleet.UnreadableError, or none
-// with any other error.
-func (in *Inspector) readRegistry(ctx context.Context) ([]fleet.Replica, error) {
-	rs, err := in.store.Replicas(ctx)
+// readRegistry reads the live replicas: the readable ones, with the
+// entries that could not be read (unreadable, nil when every entry was
+// read), or err, with nothing read.
+func (in *Inspector) readRegistry(ctx context.Context) (rs []fleet.Replica, unreadable *fleet.UnreadableError, err error) {
+	rs, err = in.store.Replicas(ctx)
 	if err == nil {
-		return rs, nil
+		return rs, nil, nil
 	}
-	var u *fleet.UnreadableError
-	if errors.As(err, &u) {
-		return rs, u
+	if errors.As(err, &unreadable) {
+		return rs, unreadable, nil
 	}
-	return nil, err
+	return nil, nil, err
 }
 
 // registrations returns every live replica's registration of each job,
@@ -146,11 +148,13 @@ func (in *Inspector) resolve(ctx context.Context, op, name string) (regs []Regis
 	if err := checkName(op, name); err != nil {
 		return nil, nil, nil, err
 	}
-	replicas, err = in.readRegistry(ctx)
-	if err != nil && replicas == nil {
+	replicas, u, err := in.readRegistry(ctx)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("inspect: %s %q: %w", op, name, err)
 	}
-	unreadable = err
+	if u != nil {
+		unreadable = u
+	}
 	by, _ := registrations(replicas)
 	if len(by[name]) == 0 {
 		if unreadable != nil {

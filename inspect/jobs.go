@@ -132,9 +132,9 @@ func (r Run) Ended() time.Time { return r.Started.Add(r.Duration) }
 // readable ones with an error that wraps a *fleet.UnreadableError, as
 // Replicas does; a job only unreadable replicas have is not among them.
 func (in *Inspector) Jobs(ctx context.Context) ([]Job, error) {
-	replicas, unreadable := in.readRegistry(ctx)
-	if unreadable != nil && replicas == nil {
-		return nil, fmt.Errorf("inspect: jobs: %w", unreadable)
+	replicas, unreadable, err := in.readRegistry(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: jobs: %w", err)
 	}
 	regs, names := registrations(replicas)
 	jobs := make([]Job, len(names))
