@@ -7,6 +7,13 @@ import _ "embed"
 //go:embed acquire.lua
 var Acquire string
 
+// AcquireBatch makes the acquires of Acquire for many keys in one call,
+// each answered as Acquire answers it (not on a Redis Cluster); see
+// acquire_batch.lua.
+//
+//go:embed acquire_batch.lua
+var AcquireBatch string
+
 // Extend moves a lease's expiry to server-now + ttl; see extend.lua.
 //
 //go:embed extend.lua

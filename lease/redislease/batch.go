@@ -19,13 +19,18 @@ var (
 	_ lease.RoundReader   = (*Store)(nil)
 )
 
-// AcquireBatch sends the acquires of reqs in one pipeline (the acquire
-// script once per request, EVALSHA, falling back to EVAL for those the
-// server does not have cached) and writes each answer to results as
-// Acquire would give it, rolling back each attempt whose outcome is
-// unknown. See lease.BatchAcquirer. Requests for a trigger
-// (lease.WithTrigger) or a resume (lease.WithResume), and every request when the store waits for replica
-// acknowledgements (WithReplicaAck), are sent one by one with Acquire.
+// AcquireBatch makes the acquires of reqs and writes each answer to
+// results as Acquire would give it, rolling back each attempt whose
+// outcome is unknown. See lease.BatchAcquirer. On a server that is not a
+// Redis Cluster the acquires go in calls of acquire_batch.lua, up to
+// batchMax acquires of one shape each (one TIME, MGET and MSET for them
+// all: about a third less server time per acquire than acquire.lua's); on
+// a Cluster, whose leases are in different slots, the acquire script runs
+// once per request, all in one pipeline. Scripts the server does not have
+// cached are sent again with EVAL. Requests for a trigger
+// (lease.WithTrigger) or a resume (lease.WithResume), and every request
+// when the store waits for replica acknowledgements (WithReplicaAck), are
+// sent one by one with Acquire.
 func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, results []lease.AcquireResult) {
 	if s.ack.replicas > 0 {
 		for i, r := range reqs {
@@ -35,7 +40,6 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, r
 	}
 	calls := make([]acquireCall, 0, len(reqs))
 	at := make([]int, 0, len(reqs)) // at[k]: the request of calls[k]
-	cmds := make(rueidis.Commands, 0, len(reqs))
 	for i, r := range reqs {
 		a, err := s.newAcquire(r.Key, r.TTL, r.Options)
 		switch {
@@ -46,15 +50,27 @@ func (s *Store) AcquireBatch(ctx context.Context, reqs []lease.AcquireRequest, r
 			results[i].Lease, results[i].Err = s.Acquire(ctx, r.Key, r.TTL, r.Options...)
 			continue
 		}
-		keys, args := s.keysArgs(&a)
 		calls = append(calls, a)
 		at = append(at, i)
-		cmds = append(cmds, s.evalAcquire(acquireSHA, "", keys, args))
 	}
-	if len(cmds) == 0 {
+	if len(calls) == 0 {
 		return
 	}
 	s.preflightOnce.Do(func() { s.preflight(ctx) })
+	if s.client.Mode() == rueidis.ClientModeCluster {
+		s.acquireEach(ctx, calls, at, results)
+		return
+	}
+	s.acquireChunks(ctx, calls, at, results)
+}
+
+// acquireEach sends the acquire script once per call, in one pipeline.
+func (s *Store) acquireEach(ctx context.Context, calls []acquireCall, at []int, results []lease.AcquireResult) {
+	cmds := make(rueidis.Commands, 0, len(calls))
+	for k := range calls {
+		keys, args := s.keysArgs(&calls[k])
+		cmds = append(cmds, s.evalAcquire(acquireSHA, "", keys, args))
+	}
 	sent := s.clock.Now()
 	resps := s.client.DoMulti(ctx, cmds...)
 	var again []int // indexes into calls whose script the server did not have

@@ -207,16 +207,26 @@ func (s *Store) keysArgs(a *acquireCall) (keys, args []string) {
 // acquireAnswer reads the acquire script's reply resp to a, sent at sent,
 // rolling the attempt back when its outcome is unknown.
 func (s *Store) acquireAnswer(ctx context.Context, a acquireCall, sent time.Time, resp rueidis.RedisResult) (*lease.Lease, error) {
+	m, err := resp.ToMessage()
+	return s.acquireAnswerMessage(ctx, a, sent, &m, err)
+}
+
+// acquireAnswerMessage is acquireAnswer for the reply m, or err when the
+// acquire's call failed (or m is an error reply).
+func (s *Store) acquireAnswerMessage(ctx context.Context, a acquireCall, sent time.Time, m *rueidis.RedisMessage, err error) (*lease.Lease, error) {
 	const op = "acquire"
 	ks, o := a.ks, a.o
-	if err := resp.Error(); err != nil {
+	if err == nil {
+		err = m.Error()
+	}
+	if err != nil {
 		name := keyName(ks)
 		if errors.Is(err, errReplicaAck) || outcomeUnknown(ctx, err) {
 			s.rollback(ctx, ks, a.ik, a.id, o.Round, 0, a.ttl, name)
 		}
 		return nil, wrapErr(ctx, op, name, err)
 	}
-	r, err := intsReply(resp)
+	r, err := intsMessage(m)
 	if err != nil {
 		return nil, internalErr(op, keyName(ks), err)
 	}
@@ -366,6 +376,15 @@ func (r reply) bad() error {
 func intsReply(resp rueidis.RedisResult) (reply, error) {
 	m, err := resp.ToMessage()
 	if err != nil {
+		return reply{}, err
+	}
+	return intsMessage(&m)
+}
+
+// intsMessage is intsReply for a message already read (an element of a
+// batch's reply).
+func intsMessage(m *rueidis.RedisMessage) (reply, error) {
+	if err := m.Error(); err != nil {
 		return reply{}, err
 	}
 	if m.IsInt64() {
