@@ -37,22 +37,9 @@ func (s *Store) acquireChunks(ctx context.Context, calls []acquireCall, at []int
 		cmds[n] = s.evalAcquireBatch(acquireBatchSHA, "", c)
 	}
 	sent := s.clock.Now()
-	resps := s.client.DoMulti(ctx, cmds...)
-	var again []int // chunks whose script the server did not have
-	for n, resp := range resps {
-		if isNoScript(resp.Error()) {
-			again = append(again, n)
-		}
-	}
-	if len(again) > 0 {
-		cmds = cmds[:0]
-		for _, n := range again {
-			cmds = append(cmds, s.evalAcquireBatch("", luascripts.AcquireBatch, chunks[n]))
-		}
-		for i, resp := range s.client.DoMulti(ctx, cmds...) {
-			resps[again[i]] = resp
-		}
-	}
+	resps := s.doScripts(ctx, cmds, func(n int) rueidis.Completed {
+		return s.evalAcquireBatch("", luascripts.AcquireBatch, chunks[n])
+	})
 	for n, c := range chunks {
 		s.chunkAnswers(ctx, calls, at, results, c, sent, resps[n])
 	}

@@ -72,23 +72,10 @@ func (s *Store) acquireEach(ctx context.Context, calls []acquireCall, at []int, 
 		cmds = append(cmds, s.evalAcquire(acquireSHA, "", keys, args))
 	}
 	sent := s.clock.Now()
-	resps := s.client.DoMulti(ctx, cmds...)
-	var again []int // indexes into calls whose script the server did not have
-	for k, resp := range resps {
-		if isNoScript(resp.Error()) {
-			again = append(again, k)
-		}
-	}
-	if len(again) > 0 {
-		cmds = cmds[:0]
-		for _, k := range again {
-			keys, args := s.keysArgs(&calls[k])
-			cmds = append(cmds, s.evalAcquire("", luascripts.Acquire, keys, args))
-		}
-		for n, resp := range s.client.DoMulti(ctx, cmds...) {
-			resps[again[n]] = resp
-		}
-	}
+	resps := s.doScripts(ctx, cmds, func(k int) rueidis.Completed {
+		keys, args := s.keysArgs(&calls[k])
+		return s.evalAcquire("", luascripts.Acquire, keys, args)
+	})
 	for k, resp := range resps {
 		l, err := s.acquireAnswer(ctx, calls[k], sent, resp)
 		results[at[k]] = lease.AcquireResult{Lease: l, Err: err}
@@ -233,4 +220,28 @@ func (s *Store) eachKeyset(op string, keys []string, fn func(keyset)) error {
 		fn(ks)
 	}
 	return nil
+}
+
+// doScripts sends cmds (EVALSHA each) in one pipeline, and sends again
+// those the server answered NOSCRIPT (its script cache was flushed, or it
+// restarted) as eval(n) builds them, with EVAL and the script's source.
+func (s *Store) doScripts(ctx context.Context, cmds rueidis.Commands, eval func(n int) rueidis.Completed) []rueidis.RedisResult {
+	resps := s.client.DoMulti(ctx, cmds...)
+	var again []int
+	for n, resp := range resps {
+		if isNoScript(resp.Error()) {
+			again = append(again, n)
+		}
+	}
+	if len(again) == 0 {
+		return resps
+	}
+	retry := make(rueidis.Commands, 0, len(again))
+	for _, n := range again {
+		retry = append(retry, eval(n))
+	}
+	for i, resp := range s.client.DoMulti(ctx, retry...) {
+		resps[again[i]] = resp
+	}
+	return resps
 }
