@@ -144,16 +144,13 @@ func registrations(replicas []fleet.Replica) (map[string][]Registration, []strin
 // registry entries could not be read (the job's registrations are then
 // the readable replicas'); an unknown job's error names them, as they may
 // be the ones that have it.
-func (in *Inspector) resolve(ctx context.Context, op, name string) (regs []Registration, replicas []fleet.Replica, unreadable error, err error) {
+func (in *Inspector) resolve(ctx context.Context, op, name string) (regs []Registration, replicas []fleet.Replica, unreadable *fleet.UnreadableError, err error) {
 	if err := checkName(op, name); err != nil {
 		return nil, nil, nil, err
 	}
-	replicas, u, err := in.readRegistry(ctx)
+	replicas, unreadable, err = in.readRegistry(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("inspect: %s %q: %w", op, name, err)
-	}
-	if u != nil {
-		unreadable = u
 	}
 	by, _ := registrations(replicas)
 	if len(by[name]) == 0 {

@@ -1,5 +1,10 @@
 -- acquire: take the lease on one key, once, atomically.
 --
+-- acquire_batch.lua makes the same decisions and writes for many keys in
+-- one call: change both together.
+-- TestStore_AcquireBatch_AnswersAndWritesAsAcquire (lease/redislease)
+-- compares them on every shape and answer.
+--
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>      (same slot as G)
 -- KEYS[3] fence counter    <prefix>:fence:{G}        (never deleted, never expires)

@@ -3,6 +3,9 @@
 -- one TIME, one MGET and one MSET for them all instead of one each (about
 -- a third less server time per acquire). Only for a server that is not a
 -- Redis Cluster (the keys of different leases are in different slots).
+-- Its decisions are acquire.lua's, written again over offsets: change both
+-- together; TestStore_AcquireBatch_AnswersAndWritesAsAcquire
+-- (lease/redislease) compares them on every shape and answer.
 --
 -- ARGV[1] n, the number of acquires. Every acquire has the same shape: k =
 -- #KEYS / n keys and a = (#ARGV - 1) / n arguments, laid out as
