@@ -99,10 +99,11 @@ func TestScheduler_ControlPlane_NoRoundTripPerRunOnRedis(t *testing.T) {
 	assert.InDelta(t, 2*n, scripts, 2, "scripts per run: %d scripts for %d runs (%v)", scripts, n, calls)
 	// Every other script is an acquire, which reads the record, the
 	// round, the fence counter and the pause with one MGET, or a release,
-	// which records the status and reads the trigger queue with one LLEN:
-	// the pause check and the status ride in them.
-	assert.Equal(t, scripts, calls["mget"]+calls["llen"], "each script is an acquire (MGET), a release (LLEN) or a poll (ZRANGEBYSCORE): %v", calls)
-	assert.InDelta(t, calls["mget"], calls["llen"], 1, "acquires and releases alternate: %v", calls)
+	// which reads the record with one MGET, records the status and reads
+	// the trigger queue with one LLEN: the pause check and the status ride
+	// in them.
+	assert.Equal(t, scripts, calls["mget"], "each script is an acquire or a release (one MGET each) or a poll (ZRANGEBYSCORE): %v", calls)
+	assert.InDelta(t, scripts/2, calls["llen"], 1, "acquires and releases (LLEN) alternate: %v", calls)
 	for _, cmd := range []string{"publish", "zadd", "pexpire", "lrange"} {
 		assert.Zero(t, calls[cmd], "no %s while runs go on", cmd)
 	}

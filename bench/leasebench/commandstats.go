@@ -47,9 +47,15 @@ func ParseCommandStats(info string) map[string]CommandStat {
 
 // ParseInfoInt returns the integer field name from INFO text, or 0.
 func ParseInfoInt(info, name string) int64 {
+	return int64(ParseInfoFloat(info, name))
+}
+
+// ParseInfoFloat returns the number field name of an INFO reply, 0 if
+// absent or not a number.
+func ParseInfoFloat(info, name string) float64 {
 	for line := range strings.SplitSeq(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
+			n, _ := strconv.ParseFloat(v, 64)
 			return n
 		}
 	}

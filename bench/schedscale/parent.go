@@ -93,6 +93,9 @@ type Report struct {
 	Commands     map[string]leasebench.CommandStat // INFO commandstats over the window
 	TotalCmds    int64                             // total_commands_processed over the window
 	InstOpsMid   int64                             // instantaneous_ops_per_sec sampled mid-window
+	// RedisCPU is the server's CPU time (used_cpu_user + used_cpu_sys)
+	// over the window; 0 if INFO cpu could not be read.
+	RedisCPU time.Duration
 	MaxRunsOfOcc int
 	// Lateness of the runs of the window's occurrences: the job function's
 	// start minus the occurrence, across all replicas.
@@ -241,6 +244,7 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 	if err := admin.ResetStats(ctx); err != nil {
 		return nil, err
 	}
+	cpuStart := redisCPU(ctx, admin)
 	fmt.Fprintf(cfg.Log, "window %s .. %s\n", start.Format(time.TimeOnly), end.Format(time.TimeOnly))
 	rep := &Report{Config: cfg, WindowStart: start}
 	// The stalled replica is resumed before the replicas are asked to
@@ -280,6 +284,9 @@ func Run(ctx context.Context, cfg Config, args ChildArgs) (*Report, error) {
 	}
 	if info, err := admin.Info(ctx, "stats"); err == nil {
 		rep.TotalCmds = leasebench.ParseInfoInt(info, "total_commands_processed")
+	}
+	if cpuStart > 0 {
+		rep.RedisCPU = redisCPU(ctx, admin) - cpuStart
 	}
 	if rep.Commands, err = admin.CommandStats(ctx); err != nil {
 		return nil, err
@@ -405,4 +412,15 @@ func DefaultChildArgs(cfg Config, replica int) []string {
 		args = append(args, "-scale-offset="+d.String())
 	}
 	return args
+}
+
+// redisCPU returns the server's CPU time so far (INFO cpu: used_cpu_user
+// plus used_cpu_sys), 0 if it cannot be read.
+func redisCPU(ctx context.Context, admin *leasebench.Admin) time.Duration {
+	info, err := admin.Info(ctx, "cpu")
+	if err != nil {
+		return 0
+	}
+	s := leasebench.ParseInfoFloat(info, "used_cpu_user") + leasebench.ParseInfoFloat(info, "used_cpu_sys")
+	return time.Duration(s * float64(time.Second))
 }

@@ -1,7 +1,9 @@
 package schedscale
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +36,10 @@ func (r *Report) Markdown() string {
 	if r.Expected > 0 {
 		add("Redis commands per occurrence (INFO commandstats calls: each EVALSHA and each command it ran)", fmt.Sprintf("%.2f", r.CommandsPerOccurrence()))
 		add("Redis commands per occurrence (total_commands_processed)", fmt.Sprintf("%.2f", float64(r.TotalCmds)/float64(r.Expected)))
+		if r.RedisCPU > 0 {
+			add("Redis server CPU over the window (cores, avg; µs per occurrence)", fmt.Sprintf("%.3f; %.1f",
+				r.RedisCPU.Seconds()/r.Config.Window.Seconds(), float64(r.RedisCPU.Microseconds())/float64(r.Expected)))
+		}
 		add("Redis scripts per occurrence", fmt.Sprintf("%.2f", r.ScriptsPerOccurrence()))
 	}
 	add("start lateness of the window's runs p50 / p99 / max", fmt.Sprintf("%s / %s / %s", ms(r.LateP50), ms(r.LateP99), ms(r.LateMax)))
@@ -42,6 +48,10 @@ func (r *Report) Markdown() string {
 		add("work spread: the window's runs per replica, max / mean and min / mean", fmt.Sprintf("%.2fx / %.2fx", hi, lo))
 	}
 	b.WriteString(t.Markdown())
+	if ct := r.commandTable(); ct != nil {
+		b.WriteString("\nServer time by command over the window (INFO commandstats; a script's time includes the commands it ran, which are listed under their own names too):\n\n")
+		b.WriteString(ct.Markdown())
+	}
 	if r.Stop != nil {
 		fmt.Fprintf(&b, "\n%s", r.Stop.markdown())
 	}
@@ -169,4 +179,25 @@ func (s *Series) Markdown() string {
 
 func median(v []float64) float64 {
 	return leasebench.Summarize(v).Median
+}
+
+// commandTable lists the commands of the window by server time, with
+// their calls and server time per expected occurrence; nil without
+// statistics.
+func (r *Report) commandTable() *leasebench.Table {
+	if len(r.Commands) == 0 || r.Expected == 0 {
+		return nil
+	}
+	names := slices.Collect(maps.Keys(r.Commands))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(r.Commands[b].Usec, r.Commands[a].Usec) })
+	t := &leasebench.Table{Header: []string{"command", "calls / occ", "µs / occ", "µs / call"}}
+	n := float64(r.Expected)
+	for _, name := range names {
+		st := r.Commands[name]
+		if st.Calls == 0 {
+			continue
+		}
+		t.Rows = append(t.Rows, []string{name, fmt.Sprintf("%.3f", float64(st.Calls)/n), fmt.Sprintf("%.2f", st.Usec/n), fmt.Sprintf("%.2f", st.Usec/float64(st.Calls))})
+	}
+	return t
 }

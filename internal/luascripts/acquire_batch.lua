@@ -9,7 +9,7 @@
 --
 -- ARGV[1] n, the number of acquires. Every acquire has the same shape: k =
 -- #KEYS / n keys and a = (#ARGV - 1) / n arguments, laid out as
--- acquire.lua's KEYS and ARGV (k is 3, 4, 5 or 6; a is 5, 7 or 9).
+-- acquire.lua's KEYS[1] .. KEYS[k] and ARGV (k is 3, 4, 5 or 6; a is 5, 7 or 9).
 -- Acquire i (from 0) has KEYS[i*k + 1 .. i*k + k] and ARGV[2 + i*a ..
 -- 1 + i*a + a]. No lease key may be given twice (the acquires read every
 -- key before any writes): a call that does fails before it writes.

@@ -54,6 +54,13 @@ var AcquireTrigger string
 //go:embed release_status.lua
 var ReleaseStatus string
 
+// ReleaseBatch makes the releases of ReleaseStatus for many leases in one
+// call, each answered as ReleaseStatus answers it (not on a Redis
+// Cluster); see release_batch.lua.
+//
+//go:embed release_batch.lua
+var ReleaseBatch string
+
 // AcquireResume takes a lease for the next attempt of an open occurrence;
 // see acquire_resume.lua.
 //
@@ -148,6 +155,8 @@ const ToleranceMs = 1000
 func All() map[string]string {
 	return map[string]string{
 		"acquire.lua":           Acquire,
+		"acquire_batch.lua":     AcquireBatch,
+		"release_batch.lua":     ReleaseBatch,
 		"extend.lua":            Extend,
 		"release.lua":           Release,
 		"extend_lease.lua":      ExtendLease,

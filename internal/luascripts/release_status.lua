@@ -1,6 +1,10 @@
 -- release_status: release_lease.lua that also records the run's status and
 -- adds it to the job's history, for a holder that knows its lease's key;
--- and says how many triggers wait.
+-- and says how many triggers wait. release_batch.lua makes these releases
+-- for many leases in one call, its decisions this script's written again
+-- over offsets: change both together;
+-- TestStore_ReleaseBatch_AnswersAndWritesAsRelease (lease/redislease)
+-- compares them on every shape and answer.
 --
 -- KEYS[1] lease data key   <prefix>:{G}
 -- KEYS[2] ID index key     <prefix>:id:{T}:<id>  (same slot as G)

@@ -25,21 +25,22 @@ type releaseCall struct {
 	alone        bool // answered by a release by ID instead (releaseCall)
 }
 
-// ReleaseWithStatusBatch sends the releases of leases in one pipeline
-// (release_status.lua once per lease, EVALSHA, falling back to EVAL for
-// those the server does not have cached; beside each lease acquired with
-// lease.WithAttempts, its command on the index of open occurrences, as
-// ReleaseWithStatus sends it) and writes each answer to triggers and errs
-// as ReleaseWithStatus would give it. See fleet.BatchReleaser. An entry
-// that fails before any I/O, and a lease whose ID or key this store cannot
-// have issued, are answered by ReleaseWithStatus on its own; so is the
-// follow-up of an answer that needs one (a release by ID when the lease's
-// key does not lead to its record, the index entry put back when a lease
-// with attempts was no longer held).
+// ReleaseWithStatusBatch makes the releases of leases and writes each
+// answer to triggers and errs as ReleaseWithStatus would give it. See
+// fleet.BatchReleaser. On a server that is not a Redis Cluster the
+// releases go in calls of release_batch.lua of up to batchMax releases
+// each (release_chunks.go); on a Cluster, release_status.lua once per
+// lease. Either way all go in one pipeline, EVALSHA falling back to EVAL
+// for a script the server does not have cached, with the index command of
+// each lease acquired with lease.WithAttempts beside it, as
+// ReleaseWithStatus sends it. An entry that fails before any I/O, and a
+// lease whose ID or key this store cannot have issued, are answered by
+// ReleaseWithStatus on its own; so is the follow-up of an answer that
+// needs one (a release by ID when the lease's key does not lead to its
+// record, the index entry put back when a lease with attempts was no
+// longer held).
 func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
 	calls := make([]releaseCall, 0, len(leases))
-	cmds := make(rueidis.Commands, 0, len(leases))
-	at := make([]int, 0, len(leases)) // at[k]: the command of calls[k] in cmds
 	for i, l := range leases {
 		c, ok := s.batchable(i, l, sts[i])
 		if !ok {
@@ -47,11 +48,23 @@ func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Leas
 			continue
 		}
 		calls = append(calls, c)
-		at = append(at, len(cmds))
-		cmds = s.appendRelease(cmds, releaseStatusSHA, "", c, l, sts[i])
 	}
-	if len(calls) == 0 {
-		return
+	switch {
+	case len(calls) == 0:
+	case s.client.Mode() == rueidis.ClientModeCluster:
+		s.releaseEach(ctx, calls, leases, sts, triggers, errs)
+	default:
+		s.releaseChunks(ctx, calls, leases, sts, triggers, errs)
+	}
+}
+
+// releaseEach sends release_status.lua once per call, in one pipeline.
+func (s *Store) releaseEach(ctx context.Context, calls []releaseCall, leases []*lease.Lease, sts []fleet.Status, triggers []int, errs []error) {
+	cmds := make(rueidis.Commands, 0, len(calls))
+	at := make([]int, 0, len(calls)) // at[k]: the command of calls[k] in cmds
+	for _, c := range calls {
+		at = append(at, len(cmds))
+		cmds = s.appendRelease(cmds, releaseStatusSHA, "", c, leases[c.i], sts[c.i])
 	}
 	resps := s.client.DoMulti(ctx, cmds...)
 	var again []int // indexes into calls whose script the server did not have
@@ -81,11 +94,17 @@ func (s *Store) ReleaseWithStatusBatch(ctx context.Context, leases []*lease.Leas
 	for k, c := range calls {
 		script := resps[at[k]]
 		if c.withAttempts {
-			if err := resps[at[k]+1].Error(); err != nil && script.Error() == nil {
-				s.log.Warn("could not update the index of open occurrences", "error", err)
-			}
+			s.indexAnswer(resps[at[k]+1], script.Error())
 		}
 		triggers[c.i], errs[c.i] = s.releaseAnswer(ctx, leases[c.i], c.withAttempts, script)
+	}
+}
+
+// indexAnswer logs the failure of an index command sent beside a release
+// whose script did not fail (scriptErr): the index is a hint.
+func (s *Store) indexAnswer(resp rueidis.RedisResult, scriptErr error) {
+	if err := resp.Error(); err != nil && scriptErr == nil {
+		s.log.Warn("could not update the index of open occurrences", "error", err)
 	}
 }
 
@@ -155,11 +174,22 @@ func (s *Store) appendRelease(cmds rueidis.Commands, sha, src string, c releaseC
 // releaseAnswer reads release_status.lua's reply about l as
 // ReleaseWithStatus does, and makes the follow-up the reply asks for.
 func (s *Store) releaseAnswer(ctx context.Context, l *lease.Lease, withAttempts bool, resp rueidis.RedisResult) (int, error) {
+	m, err := resp.ToMessage()
+	return s.releaseAnswerMessage(ctx, l, withAttempts, &m, err)
+}
+
+// releaseAnswerMessage is releaseAnswer for a reply already read (an
+// element of release_batch.lua's reply), or for err, the failure of the
+// call that would have carried it.
+func (s *Store) releaseAnswerMessage(ctx context.Context, l *lease.Lease, withAttempts bool, m *rueidis.RedisMessage, err error) (int, error) {
 	const op = "release"
-	if err := resp.Error(); err != nil {
+	if err == nil {
+		err = m.Error()
+	}
+	if err != nil {
 		return 0, wrapErr(ctx, op, leaseName(l.ID), err)
 	}
-	r, err := intsReply(resp)
+	r, err := intsMessage(m)
 	if err != nil || r.n != 2 && (r.n != 3 || r.v[0] != codeDone) {
 		return 0, internalErr(op, leaseName(l.ID), fmt.Errorf("%w: %v", errBadReply, r.v[:r.n]))
 	}
