@@ -82,20 +82,20 @@ type Replica struct {
 
 // Report is the outcome of a scale run.
 type Report struct {
-	Config       Config
-	WindowStart  time.Time
-	Expected     int // jobs × occurrences in the window
-	Ran          int // occurrences in the window that ran at least once
-	Missed       int // occurrences in the window that never ran
-	Duplicated   int // extra runs of occurrences in the window (runs - 1, summed)
-	MissedJobs   []string
-	Replicas     []Replica
-	Commands     map[string]leasebench.CommandStat // INFO commandstats over the window
-	TotalCmds    int64                             // total_commands_processed over the window
-	InstOpsMid   int64                             // instantaneous_ops_per_sec sampled mid-window
+	Config      Config
+	WindowStart time.Time
+	Expected    int // jobs × occurrences in the window
+	Ran         int // occurrences in the window that ran at least once
+	Missed      int // occurrences in the window that never ran
+	Duplicated  int // extra runs of occurrences in the window (runs - 1, summed)
+	MissedJobs  []string
+	Replicas    []Replica
+	Commands    map[string]leasebench.CommandStat // INFO commandstats over the window
+	TotalCmds   int64                             // total_commands_processed over the window
+	InstOpsMid  int64                             // instantaneous_ops_per_sec sampled mid-window
 	// RedisCPU is the server's CPU time (used_cpu_user + used_cpu_sys)
 	// over the window; 0 if INFO cpu could not be read.
-	RedisCPU time.Duration
+	RedisCPU     time.Duration
 	MaxRunsOfOcc int
 	// Lateness of the runs of the window's occurrences: the job function's
 	// start minus the occurrence, across all replicas.
