@@ -279,6 +279,7 @@ type claimQueue struct {
 	items    []claimTask
 	head     int
 	inflight int // tasks taken by popBatch and not yet done
+	calls    int // the batches those tasks were taken in
 	closed   bool
 	// idleC is closed while no task is queued or in flight, and replaced
 	// by an open channel when a task comes: releases wait on it for the
@@ -353,9 +354,8 @@ func (q *claimQueue) pop() (t claimTask, ok bool) {
 }
 
 // popBatch appends up to n of the oldest tasks to buf, waiting for one,
-// and counts them in flight until done: it waits while limit tasks are in
-// flight, so that batches never put more claims before the store at once
-// than single claims would (WithAcquireConcurrency). ok is false once the
+// and counts them in flight, as one call, until done: it waits while
+// limit calls are in flight (WithAcquireConcurrency). ok is false once the
 // queue is closed and empty.
 func (q *claimQueue) popBatch(buf []claimTask, n, limit int) (ts []claimTask, ok bool) {
 	q.mu.Lock()
@@ -363,14 +363,17 @@ func (q *claimQueue) popBatch(buf []claimTask, n, limit int) (ts []claimTask, ok
 	for {
 		queued := len(q.items) - q.head
 		switch {
-		case queued > 0 && q.inflight < limit:
-			end := q.head + min(n, limit-q.inflight, queued)
+		case queued > 0 && q.calls < limit:
+			end := q.head + min(n, queued)
 			buf = append(buf, q.items[q.head:end]...)
 			clear(q.items[q.head:end])
 			q.inflight += end - q.head
+			q.calls++
 			q.head = end
 			if q.head == len(q.items) {
 				q.drained()
+			} else if q.calls < limit {
+				q.cond.Signal() // the next batch, for another worker
 			}
 			return buf, true
 		case queued == 0 && q.closed:
@@ -398,13 +401,16 @@ func (q *claimQueue) drained() {
 	q.items = q.items[:0]
 }
 
-// done ends n tasks popBatch counted in flight.
+// done ends the call of n tasks popBatch counted in flight.
 func (q *claimQueue) done(n int) {
 	q.mu.Lock()
 	q.inflight -= n
+	q.calls--
 	q.settle()
 	q.mu.Unlock()
-	q.cond.Broadcast()
+	// One worker, which wakes the next if there is more to take
+	// (popBatch): waking every idle worker at each answer was a herd.
+	q.cond.Signal()
 }
 
 // close makes push fail and wakes the workers; they drain what is queued
