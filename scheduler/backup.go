@@ -219,7 +219,6 @@ func (s *Scheduler) backupPass() {
 	defer s.workers.Done()
 	q := s.backups
 	var buf []backupTask
-	stalled := stalledFirsts{}
 	for {
 		due, next, closed := q.take(s.cfg.clock.Now(), buf[:0])
 		if len(due) > 0 {
@@ -228,7 +227,7 @@ func (s *Scheduler) backupPass() {
 					bt.t.job.deliver(input{kind: inClaimed, f: bt.t.f, err: errClaimStopped})
 				}
 			} else {
-				s.checkBackups(stalled, due)
+				s.checkBackups(due)
 			}
 		}
 		if closed {
@@ -274,13 +273,7 @@ func (s *Scheduler) backupPass() {
 // long as their until allows, instead of adding a second claim per
 // occurrence to the load that made it late. A first choice that claimed
 // none of them (stalled, dead, partitioned) is not waited for.
-//
-// Such a first choice is remembered (stalled): at the next looks, the last
-// runs of its tasks are read beside their rounds, in the same round trip,
-// instead of after them, so that the occurrences of a stalled replica wait
-// one round trip less past the grace. A look that sees it claiming again
-// forgets it.
-func (s *Scheduler) checkBackups(stalled stalledFirsts, bts []backupTask) {
+func (s *Scheduler) checkBackups(bts []backupTask) {
 	rr, ok := s.store.(lease.RoundReader)
 	if !ok {
 		for _, bt := range bts {
@@ -296,15 +289,12 @@ func (s *Scheduler) checkBackups(stalled stalledFirsts, bts []backupTask) {
 			occs = append(occs, bt.t.f.ms)
 		}
 	}
-	early := stalled.lastRuns(s.cfg.clock.Now(), bts)
 	rounds := make([]int64, len(keys))
 	var err error
 	if len(keys) > 0 {
-		stop := early.start(rr)
 		ctx, cancel := context.WithTimeout(context.Background(), MaxCleanup)
 		err = rr.LastRounds(ctx, keys, rounds)
 		cancel()
-		stop()
 	}
 	// read(i): keys[i]'s round was read. A record the store cannot read
 	// leaves its task alone unknown (lease.UnreadableKeysError); any other
@@ -326,19 +316,6 @@ func (s *Scheduler) checkBackups(stalled stalledFirsts, bts []backupTask) {
 				claiming[bt.first] = true
 			}
 			i++
-		}
-		i = 0
-		for _, bt := range bts {
-			if !roundChecked(bt.t.f) {
-				continue
-			}
-			if read(i) && rounds[i] < occs[i] {
-				stalled.saw(bt.first, claiming[bt.first], now)
-			}
-			i++
-		}
-		for first := range claiming {
-			stalled.saw(first, true, now)
 		}
 	}
 	// The rounds still unclaimed: the first choice is gone, or late, or
@@ -366,13 +343,9 @@ func (s *Scheduler) checkBackups(stalled stalledFirsts, bts []backupTask) {
 	}
 	// The last runs of the tasks decided at this look (see above).
 	running := map[int]bool{}
-	var decide []int // open tasks not put back and not read early, by index into keys
+	var decide []int // open tasks not put back, by index into keys
 	for _, i := range open {
-		switch span, ok := early.span(i); {
-		case waiting[i]:
-		case ok:
-			running[i] = span.Covers(time.UnixMilli(occs[i]))
-		default:
+		if !waiting[i] {
 			decide = append(decide, i)
 		}
 	}
