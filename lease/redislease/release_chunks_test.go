@@ -229,10 +229,6 @@ var recordTime = regexp.MustCompile(`^(\d+\|\d+\|[a-z]\|)(\d*)(\|.*)$`)
 func assertSameRelease(t *testing.T, one, batch *Store, key string, l, bl *lease.Lease) {
 	t.Helper()
 	ctx := t.Context()
-	type read struct {
-		what string
-		name func(st *Store, ks keyset) string
-	}
 	get := func(st *Store, name string) (string, bool) {
 		v, err := st.client.Do(ctx, st.client.B().Get().Key(name).Build()).ToString()
 		if rueidis.IsRedisNil(err) {
