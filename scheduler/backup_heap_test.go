@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +99,27 @@ func TestReleaseBatcher_Pop_AQueueThatNeverDrainsStaysItsSize(t *testing.T) {
 	}
 	assert.Equal(t, 1000, len(r.items)-r.head, "as many queued as at the start")
 	assert.LessOrEqual(t, len(r.items), 2000, "the tasks taken are not kept in front of them")
+}
+
+// TestBackupQueue_Add_ScheduledWaitsFromTheOccurrence: a scheduled
+// firing that reaches its job late (the last jobs of a large firing
+// group) is due the wait after its occurrence, not after it reached the
+// job; a trigger waits from when it came.
+func TestBackupQueue_Add_ScheduledWaitsFromTheOccurrence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(t, newMemoryStore(t, nil))
+		require.NoError(t, s.Register("j", Every(time.Second), func(context.Context) error { return nil }))
+		j := s.jobs["job:j"]
+		require.NotNil(t, j)
+		occ := time.Now().Truncate(time.Second).Add(time.Second)
+		time.Sleep(time.Until(occ) + 40*time.Millisecond) // the firing reaches the job 40ms late
+		q := newBackupQueue()
+		q.add(s, claimTask{job: j, f: newFiring(occ, time.Second, firedBySchedule, j.registered())}, choice{})
+		trig := time.Now()
+		q.add(s, claimTask{job: j, f: newFiring(time.Time{}, 0, firedByTrigger, j.registered())}, choice{})
+		due, _, _ := q.take(occ.Add(time.Hour), nil)
+		require.Len(t, due, 2)
+		assert.True(t, occ.Add(BackupGrace).Equal(due[0].due), "scheduled: the grace from the occurrence, due %s", due[0].due)
+		assert.True(t, trig.Add(BackupGrace).Equal(due[1].due), "trigger: the grace from when it came, due %s", due[1].due)
+	})
 }
