@@ -55,10 +55,10 @@ import (
 // a run is claimed at once by the replica that ran it (its release said
 // the trigger waits; the others do not look again by themselves).
 
-// BackupGrace is how long a backup waits after its firing before it
-// claims an occurrence its first choice has not claimed, plus, for a
-// scheduled firing, how far the backup's clock runs ahead of the first
-// choice's (offset.go; the clocks' offsets from the store, as the registry
+// BackupGrace is how long a backup waits (after the occurrence for a
+// scheduled firing, after its firing for any other) before it claims an
+// occurrence its first choice has not claimed, plus, for a scheduled
+// firing, how far the backup's clock runs ahead of the first choice's (offset.go; the clocks' offsets from the store, as the registry
 // entries give them). A first
 // choice that is stalled or gone costs its occurrences this much
 // lateness. It should exceed a claim's round trip and the error of the
