@@ -58,15 +58,15 @@ import (
 // BackupGrace is how long a backup waits (after the occurrence for a
 // scheduled firing, after its firing for any other) before it claims an
 // occurrence its first choice has not claimed, plus, for a scheduled
-// firing, how far the backup's clock runs ahead of the first choice's (offset.go; the clocks' offsets from the store, as the registry
-// entries give them). A first
-// choice that is stalled or gone costs its occurrences this much
-// lateness. It should exceed a claim's round trip and the error of the
-// offsets: a backup that looks earlier claims first (the run is still
-// single; only the spread suffers). A backup that sees its first choice
-// claiming part of a firing looks again, every half grace, until its own
-// claim's retries would end: the next occurrence less min(gap/10, 1s)
-// (checkBackups).
+// firing, how far the backup's clock runs ahead of the first choice's
+// (offset.go; the clocks' offsets from the store, as the registry entries
+// give them). A first choice that is stalled or gone costs its
+// occurrences this much lateness. It should exceed a claim's round trip
+// and the error of the offsets: a backup that looks earlier claims first
+// (the run is still single; only the spread suffers). A backup that sees
+// its first choice claiming part of a firing looks again, every half
+// grace, until its own claim's retries would end: the next occurrence
+// less min(gap/10, 1s) (checkBackups).
 const BackupGrace = 250 * time.Millisecond
 
 // errNotChosen answers a scheduled firing that this replica is not
