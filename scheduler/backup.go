@@ -88,13 +88,16 @@ func newBackupQueue() *backupQueue { return &backupQueue{wake: make(chan struct{
 // alone.
 //
 // A scheduled firing's wait runs from the occurrence, not from when the
-// firing reached the job here: a firing group is delivered to its jobs
-// one after the other, the last of 10,000 some tens of ms after the
-// first on a loaded replica, and the first choice delivers its own in the
-// same order and claims as it goes. Counted from the delivery, that delay
-// came on top of the grace for the occurrences of a stalled first choice.
-// A firing that comes ahead of its occurrence (claim_ahead.go) waits from
-// the occurrence too.
+// firing reached the job here, if that was less than a grace after it: a
+// firing group is delivered to its jobs one after the other, the last of
+// 10,000 some tens of ms after the first on a loaded replica, and the
+// first choice delivers its own in the same order and claims as it goes.
+// Counted from the delivery, that delay came on top of the grace for the
+// occurrences of a stalled first choice. A firing that reaches the backup
+// pass later than that waited here (behind the job's previous claim, or
+// for its run here, OverlapBufferOne), as its first choice's may have
+// waited: it waits the grace from now. A firing that comes ahead of its
+// occurrence (claim_ahead.go) waits from the occurrence.
 //
 // A scheduled firing may wait for a first choice seen claiming until its
 // claim's retries would end (retryUntil: the next occurrence less
@@ -106,7 +109,9 @@ func (q *backupQueue) add(s *Scheduler, t claimTask, ch choice) {
 	wait := BackupGrace
 	if t.f.kind == firedBySchedule {
 		wait = ch.backupWait()
-		from = s.occ(t.f)
+		if occ := s.occ(t.f); from.Sub(occ) < BackupGrace {
+			from = occ
+		}
 	}
 	due := from.Add(wait)
 	until := due

@@ -104,7 +104,9 @@ func TestReleaseBatcher_Pop_AQueueThatNeverDrainsStaysItsSize(t *testing.T) {
 // TestBackupQueue_Add_ScheduledWaitsFromTheOccurrence: a scheduled
 // firing that reaches its job late (the last jobs of a large firing
 // group) is due the wait after its occurrence, not after it reached the
-// job; a trigger waits from when it came.
+// job; one that reaches the backup pass a grace or more after its
+// occurrence (it waited behind the job's previous claim) and a trigger
+// wait from when they came.
 func TestBackupQueue_Add_ScheduledWaitsFromTheOccurrence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScheduler(t, newMemoryStore(t, nil))
@@ -117,9 +119,13 @@ func TestBackupQueue_Add_ScheduledWaitsFromTheOccurrence(t *testing.T) {
 		q.add(s, claimTask{job: j, f: newFiring(occ, time.Second, firedBySchedule, j.registered())}, choice{})
 		trig := time.Now()
 		q.add(s, claimTask{job: j, f: newFiring(time.Time{}, 0, firedByTrigger, j.registered())}, choice{})
+		time.Sleep(2 * time.Second)
+		waited := time.Now()
+		q.add(s, claimTask{job: j, f: newFiring(occ, time.Second, firedBySchedule, j.registered())}, choice{})
 		due, _, _ := q.take(occ.Add(time.Hour), nil)
-		require.Len(t, due, 2)
+		require.Len(t, due, 3)
 		assert.True(t, occ.Add(BackupGrace).Equal(due[0].due), "scheduled: the grace from the occurrence, due %s", due[0].due)
 		assert.True(t, trig.Add(BackupGrace).Equal(due[1].due), "trigger: the grace from when it came, due %s", due[1].due)
+		assert.True(t, waited.Add(BackupGrace).Equal(due[2].due), "scheduled, 2s after its occurrence: the grace from when it came, due %s", due[2].due)
 	})
 }
