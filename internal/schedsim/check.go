@@ -340,9 +340,15 @@ func shortID(id string) string {
 	return id
 }
 
-// covered reports whether some live, reachable replica had job over [a, b].
+// covered reports whether some live, reachable replica had job over [a, b]
+// for a scheduled occurrence in it: registered before a on its own clock
+// too. A replica sets its timers on its clock, so one whose clock ran
+// ahead past a when it registered the job fires nothing before its next
+// point, whatever the simulation's clock said (seed 20583: a replica 2.55 s
+// ahead registered a job 1.9 s before an occurrence by the simulation's
+// clock, 0.6 s after it by its own).
 func (c *checker) covered(job string, a, b time.Time) (string, bool) {
-	return c.coveredBy(job, a, b, func(string) bool { return true })
+	return c.coveredBy(job, a, b, func(r *Reg) bool { return !c.clockOf(r.Replica, r.From).After(a) })
 }
 
 // coveredIdle reports whether some live, reachable replica had job over
@@ -354,7 +360,7 @@ func (c *checker) covered(job string, a, b time.Time) (string, bool) {
 // it), so one retrying that claim through a failing store takes the
 // trigger only once the run it won returns.
 func (c *checker) coveredIdle(job string, a, b time.Time) (string, bool) {
-	return c.coveredBy(job, a, b, func(replica string) bool { return !c.executing(replica, job, a, b) })
+	return c.coveredBy(job, a, b, func(r *Reg) bool { return !c.executing(r.Replica, job, a, b) })
 }
 
 // executing reports whether replica claimed or executed an attempt of job
@@ -396,9 +402,9 @@ func (c *checker) claimedFrom(x *Attempt) time.Time {
 	return from
 }
 
-func (c *checker) coveredBy(job string, a, b time.Time, able func(replica string) bool) (string, bool) {
+func (c *checker) coveredBy(job string, a, b time.Time, able func(r *Reg) bool) (string, bool) {
 	for _, r := range c.h.Regs {
-		if r.Job != job || r.Err != "" || r.From.After(a) || (!r.To.IsZero() && !r.To.After(b)) || !able(r.Replica) {
+		if r.Job != job || r.Err != "" || r.From.After(a) || (!r.To.IsZero() && !r.To.After(b)) || !able(r) {
 			continue
 		}
 		l := c.lives[r.Replica]
