@@ -2,8 +2,9 @@
 -- call, each decided, written and answered exactly as release_status.lua
 -- decides, writes and answers it, with one MGET of the records, one DEL and
 -- one MSET for them all instead of a GET, a DEL and a SET (or MSET) each
--- (about half the server time per release). Only for a server that is not
--- a Redis Cluster (the keys of different leases are in different slots).
+-- (about a fifth less server time per release, BENCHMARKS.md). Only for a
+-- server that is not a Redis Cluster (the keys of different leases are in
+-- different slots).
 -- Its decisions are release_status.lua's, written again over offsets:
 -- change both together; TestStore_ReleaseBatch_AnswersAndWritesAsRelease
 -- (lease/redislease) compares them on every shape and answer.
