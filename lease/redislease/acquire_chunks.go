@@ -84,16 +84,9 @@ func (s *Store) evalAcquireBatch(sha, src string, c acquireChunk) rueidis.Comple
 // unknown); a reply that does not have one element per acquire is
 // answered as unknown for each, and rolled back.
 func (s *Store) chunkAnswers(ctx context.Context, calls []acquireCall, at []int, results []lease.AcquireResult, c acquireChunk, sent time.Time, resp rueidis.RedisResult) {
-	m, err := resp.ToMessage()
-	var arr []rueidis.RedisMessage
-	if err == nil {
-		arr, err = m.ToArray()
-		if err == nil && len(arr) != c.to-c.from {
-			err = fmt.Errorf("%w: %d answers to %d acquires", errBadReply, len(arr), c.to-c.from)
-		}
-		// A reply of another shape is no server's error reply: each
-		// acquire's outcome is unknown (outcomeUnknown), and rolled back.
-	}
+	// A reply of another shape is no server's error reply: each
+	// acquire's outcome is unknown (outcomeUnknown), and rolled back.
+	m, arr, err := batchReply(resp, c.to-c.from, "acquires")
 	for k := c.from; k < c.to; k++ {
 		var l *lease.Lease
 		var aerr error
@@ -104,4 +97,20 @@ func (s *Store) chunkAnswers(ctx context.Context, calls []acquireCall, at []int,
 		}
 		results[at[k]] = lease.AcquireResult{Lease: l, Err: aerr}
 	}
+}
+
+// batchReply reads the reply resp of a batch script's call of n
+// operations (what names them): the message m, and one element per
+// operation. A call that failed gives its error (m is its reply, if any);
+// an array of another length, an error that wraps errBadReply.
+func batchReply(resp rueidis.RedisResult, n int, what string) (m rueidis.RedisMessage, arr []rueidis.RedisMessage, err error) {
+	m, err = resp.ToMessage()
+	if err != nil {
+		return m, nil, err
+	}
+	arr, err = m.ToArray()
+	if err == nil && len(arr) != n {
+		err = fmt.Errorf("%w: %d answers to %d %s", errBadReply, len(arr), n, what)
+	}
+	return m, arr, err
 }

@@ -3,7 +3,6 @@ package redislease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/redis/rueidis"
@@ -103,14 +102,7 @@ func (s *Store) evalReleaseBatch(sha, src string, c releaseChunk) rueidis.Comple
 // that failed fails each of its releases; so does a reply that does not
 // have one element per release.
 func (s *Store) releaseChunkAnswers(ctx context.Context, calls []releaseCall, leases []*lease.Lease, triggers []int, errs []error, ch releaseChunk, resp rueidis.RedisResult) {
-	m, err := resp.ToMessage()
-	var arr []rueidis.RedisMessage
-	if err == nil {
-		arr, err = m.ToArray()
-		if err == nil && len(arr) != ch.to-ch.from {
-			err = fmt.Errorf("%w: %d answers to %d releases", errBadReply, len(arr), ch.to-ch.from)
-		}
-	}
+	m, arr, err := batchReply(resp, ch.to-ch.from, "releases")
 	for k := ch.from; k < ch.to; k++ {
 		c := calls[k]
 		l := leases[c.i]
