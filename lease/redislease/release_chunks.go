@@ -3,6 +3,7 @@ package redislease
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/redis/rueidis"
@@ -30,10 +31,8 @@ func (s *Store) releaseChunks(ctx context.Context, calls []releaseCall, leases [
 	chunks := chunkReleases(calls)
 	cmds := make(rueidis.Commands, 0, len(chunks)+len(calls))
 	at := make([]int, len(chunks)) // at[n]: the script of chunks[n] in cmds; its index commands follow it
-	chunkOf := make(map[int]int, len(chunks))
 	for n, ch := range chunks {
 		at[n] = len(cmds)
-		chunkOf[len(cmds)] = n
 		cmds = append(cmds, s.evalReleaseBatch(releaseBatchSHA, "", ch))
 		for _, c := range calls[ch.from:ch.to] {
 			if c.withAttempts {
@@ -44,7 +43,8 @@ func (s *Store) releaseChunks(ctx context.Context, calls []releaseCall, leases [
 	// A script the server did not have is sent again by its source; the
 	// index commands beside it were carried out the first time.
 	resps := s.doScripts(ctx, cmds, func(k int) rueidis.Completed {
-		return s.evalReleaseBatch("", luascripts.ReleaseBatch, chunks[chunkOf[k]])
+		// only a script answers NOSCRIPT: k is in at
+		return s.evalReleaseBatch("", luascripts.ReleaseBatch, chunks[slices.Index(at, k)])
 	})
 	for n, ch := range chunks {
 		script := resps[at[n]]
