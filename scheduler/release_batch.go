@@ -41,10 +41,17 @@ type releaseAnswer struct {
 
 // releaseBatcher sends the releases with status of the runs that end
 // together in one round trip (fleet.BatchReleaser): each of its
-// releaseSenders goroutines takes whatever is queued, up to
-// maxReleaseBatch, as soon as it is free (no timer waits for more; a
-// batch taken while the replica's claims are out may wait for them,
-// release_hold.go), and answers each run. A run that ends hands its release
+// releaseSenders goroutines takes a full batch (maxReleaseBatch) as soon
+// as one is queued and it is free, and a part of one only while no other
+// part is out; it answers each run. No timer waits for more: a part goes
+// at once when none is out, and the releases that end while it is out go
+// together in the next call once it is answered (or as soon as they make
+// a full batch). Runs that end a few at a time (a replica's part of a
+// small firing group, its runs' ends spread by their work) so make one
+// call at a time, not one per free sender; a replica whose runs end by
+// the thousand fills full batches, which go out side by side. A batch
+// taken while the replica's claims are out may wait for them
+// (release_hold.go). A run that ends hands its release
 // over and its goroutine returns (releaseThen): the rest of its end runs
 // once the batch is answered, on one goroutine per batch (Scheduler.
 // releaseThen), so a firing group's runs whose releases wait for the
@@ -63,6 +70,7 @@ type releaseBatcher struct {
 	cond    sync.Cond
 	items   []releaseTask // queued from head on
 	head    int
+	partial int // batches out (taken, not yet answered) with fewer than maxReleaseBatch tasks: 0 or 1
 	closed  bool
 	closing chan struct{} // closed by close: a held batch goes at once
 
@@ -199,6 +207,9 @@ func (b *releaseBatcher) run() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		b.store.ReleaseWithStatusBatch(ctx, leases[:n], sts[:n], triggers[:n], errs[:n])
 		cancel()
+		if n < maxReleaseBatch {
+			b.answeredPartial()
+		}
 		var thens []answered // a fresh slice: its goroutine keeps it
 		for i, t := range ts {
 			a := releaseAnswer{triggers: triggers[i], err: errs[i]}
@@ -225,17 +236,28 @@ func (b *releaseBatcher) run() {
 }
 
 // pop appends up to maxReleaseBatch of the oldest tasks to buf, waiting
-// for one; ok is false once the batcher is closed and nothing is queued.
+// for a full batch, or for one task while no part of a batch is out (or
+// the batcher is closed: what is queued goes at once); ok is false once
+// the batcher is closed and nothing is queued. A part it returns counts
+// as out until run calls answeredPartial.
 func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.head == len(b.items) {
-		if b.closed {
+	for {
+		queued := len(b.items) - b.head
+		if queued >= maxReleaseBatch || queued > 0 && (b.partial == 0 || b.closed) {
+			break
+		}
+		if queued == 0 && b.closed {
 			return buf, false
 		}
 		b.cond.Wait()
 	}
-	end := b.head + min(len(b.items)-b.head, maxReleaseBatch)
+	n := min(len(b.items)-b.head, maxReleaseBatch)
+	if n < maxReleaseBatch {
+		b.partial++
+	}
+	end := b.head + n
 	buf = append(buf, b.items[b.head:end]...)
 	clear(b.items[b.head:end])
 	b.head = end
@@ -258,4 +280,13 @@ func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
 		b.items, b.head = b.items[:n], 0
 	}
 	return buf, true
+}
+
+// answeredPartial ends the count of a part of a batch that pop returned,
+// once it is answered, and wakes a sender for what queued meanwhile.
+func (b *releaseBatcher) answeredPartial() {
+	b.mu.Lock()
+	b.partial--
+	b.mu.Unlock()
+	b.cond.Signal()
 }

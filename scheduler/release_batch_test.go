@@ -286,3 +286,54 @@ func TestReleaseBatcher_ReleaseThen_AnswersEachContinuation(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// While one sender's batch holds only part of maxReleaseBatch, the
+// releases queued after it wait for its answer and go together in the
+// next call, however many senders are free: a replica whose runs end a
+// few at a time makes one call at a time, not one per sender. A full
+// batch goes at once.
+func TestReleaseBatcher_Release_OnePartialBatchOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedBatches{gate: make(chan struct{})}
+		b := startReleaseBatcher(store, releaseSenders, nil)
+		deadline := time.Now().Add(time.Second)
+		var wg sync.WaitGroup
+		release := func(key string) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, ok := b.release(&lease.Lease{Key: key}, fleet.Status{}, deadline, time.Time{})
+				assert.True(t, ok)
+			}()
+		}
+		release("first")
+		synctest.Wait() // the first batch is out, held
+		for i := range 3 {
+			release(fmt.Sprintf("a%d", i))
+			synctest.Wait()
+		}
+		store.mu.Lock()
+		assert.Len(t, store.batches, 1, "no second part of a batch while one is out")
+		store.mu.Unlock()
+
+		for i := range maxReleaseBatch {
+			release(fmt.Sprintf("b%02d", i))
+		}
+		synctest.Wait()
+		store.mu.Lock()
+		require.Len(t, store.batches, 2, "a full batch goes while a part of one is out")
+		assert.Len(t, store.batches[1], maxReleaseBatch)
+		store.mu.Unlock()
+
+		close(store.gate)
+		wg.Wait()
+		b.close()
+		<-b.done
+		assert.Len(t, store.batches, 3, "the rest in one call once the part was answered")
+		var n int
+		for _, keys := range store.batches {
+			n += len(keys)
+		}
+		assert.Equal(t, 1+3+maxReleaseBatch, n, "every release sent once")
+	})
+}
