@@ -46,7 +46,8 @@ type releaseAnswer struct {
 // part is out; it answers each run. No timer waits for more: a part goes
 // at once when none is out, and the releases that end while it is out go
 // together in the next call once it is answered (or as soon as they make
-// a full batch). Runs that end a few at a time (a replica's part of a
+// a full batch). A part that waits for the claims (release_hold.go) is
+// not out until its wait ends. Runs that end a few at a time (a replica's part of a
 // small firing group, its runs' ends spread by their work) so make one
 // call at a time, not one per free sender; a replica whose runs end by
 // the thousand fills full batches, which go out side by side. A batch
@@ -70,7 +71,7 @@ type releaseBatcher struct {
 	cond    sync.Cond
 	items   []releaseTask // queued from head on
 	head    int
-	partial int // batches out (taken, not yet answered) with fewer than maxReleaseBatch tasks: 0 or 1
+	partial int // parts of a batch (fewer than maxReleaseBatch tasks) taken and not answered, less those waiting for the claims (hold)
 	closed  bool
 	closing chan struct{} // closed by close: a held batch goes at once
 
@@ -195,8 +196,8 @@ func (b *releaseBatcher) run() {
 		if !ok {
 			return
 		}
-		b.hold(ts)
 		n := len(ts)
+		b.hold(ts, n < maxReleaseBatch)
 		deadline := ts[0].deadline
 		for i, t := range ts {
 			leases[i], sts[i], triggers[i], errs[i] = t.l, t.st, 0, nil
@@ -208,7 +209,7 @@ func (b *releaseBatcher) run() {
 		b.store.ReleaseWithStatusBatch(ctx, leases[:n], sts[:n], triggers[:n], errs[:n])
 		cancel()
 		if n < maxReleaseBatch {
-			b.answeredPartial()
+			b.partEnded()
 		}
 		var thens []answered // a fresh slice: its goroutine keeps it
 		for i, t := range ts {
@@ -239,7 +240,8 @@ func (b *releaseBatcher) run() {
 // for a full batch, or for one task while no part of a batch is out (or
 // the batcher is closed: what is queued goes at once); ok is false once
 // the batcher is closed and nothing is queued. A part it returns counts
-// as out until run calls answeredPartial.
+// as out until run calls partEnded (and not while it waits for the
+// claims, hold).
 func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -282,11 +284,20 @@ func (b *releaseBatcher) pop(buf []releaseTask) (ts []releaseTask, ok bool) {
 	return buf, true
 }
 
-// answeredPartial ends the count of a part of a batch that pop returned,
-// once it is answered, and wakes a sender for what queued meanwhile.
-func (b *releaseBatcher) answeredPartial() {
+// partEnded ends the count of a part of a batch that pop returned, once
+// it is answered or while it waits for the claims (hold), and wakes a
+// sender for what queued meanwhile.
+func (b *releaseBatcher) partEnded() {
 	b.mu.Lock()
 	b.partial--
 	b.mu.Unlock()
 	b.cond.Signal()
+}
+
+// partOut counts a part of a batch as out again once its wait for the
+// claims is over and it is sent.
+func (b *releaseBatcher) partOut() {
+	b.mu.Lock()
+	b.partial++
+	b.mu.Unlock()
 }

@@ -65,8 +65,11 @@ func (s *Scheduler) releaseHold(r *run, deadline time.Time) time.Time {
 
 // hold waits until the claims are answered (claimsIdle closed), the
 // earliest hold of ts has passed, or the batcher is closed. A task that
-// may not wait (a zero hold) sends its batch at once.
-func (b *releaseBatcher) hold(ts []releaseTask) {
+// may not wait (a zero hold) sends its batch at once. A part of a batch
+// (part) is not out while it waits: the releases queued meanwhile are
+// not kept waiting for it (release_batch.go), and one that may not wait
+// goes at once in a call of its own.
+func (b *releaseBatcher) hold(ts []releaseTask, part bool) {
 	if b.claimsIdle == nil {
 		return
 	}
@@ -85,6 +88,10 @@ func (b *releaseBatcher) hold(ts []releaseTask) {
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	if part {
+		b.partEnded()
+		defer b.partOut()
+	}
 	select {
 	case <-b.claimsIdle():
 	case <-timer.C:

@@ -214,3 +214,32 @@ func TestScheduler_ReleaseHold_TheRunsGoroutineDoesNotWait(t *testing.T) {
 		shutdown(t, s)
 	})
 }
+
+// A part of a batch that waits for the claims is not out: a release that
+// may not wait (a zero hold), queued while it waits, goes at once in a
+// call of its own, as it would with no batch held (the one part of a
+// batch out at a time is a part being sent, release_batch.go).
+func TestReleaseBatcher_Hold_HeldPartKeepsNoReleaseThatMayNotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedBatches{gate: make(chan struct{})}
+		close(store.gate)
+		claims := make(chan struct{}) // open: claims in flight
+		b := startReleaseBatcher(store, releaseSenders, func() <-chan struct{} { return claims })
+		var wg sync.WaitGroup
+		start := time.Now()
+
+		var held, atOnce time.Time
+		releaseOne(t, &wg, b, "held", start.Add(maxReleaseHold), &held)
+		synctest.Wait() // taken, waiting for the claims
+		releaseOne(t, &wg, b, "at-once", time.Time{}, &atOnce)
+		synctest.Wait()
+		assert.Equal(t, start, atOnce, "a zero hold goes at once, beside a held part")
+		assert.True(t, held.IsZero(), "the held part still waits")
+
+		close(claims)
+		wg.Wait()
+		b.close()
+		<-b.done
+		assert.Equal(t, [][]string{{"at-once"}, {"held"}}, store.batches)
+	})
+}
