@@ -46,20 +46,19 @@ type releaseAnswer struct {
 // part is out; it answers each run. No timer waits for more: a part goes
 // at once when none is out, and the releases that end while it is out go
 // together in the next call once it is answered (or as soon as they make
-// a full batch). A part that waits for the claims (release_hold.go) is
-// not out until its wait ends. Runs that end a few at a time (a replica's part of a
+// a full batch). Runs that end a few at a time (a replica's part of a
 // small firing group, its runs' ends spread by their work) so make one
 // call at a time, not one per free sender; a replica whose runs end by
 // the thousand fills full batches, which go out side by side. A batch
 // taken while the replica's claims are out may wait for them
-// (release_hold.go). A run that ends hands its release
-// over and its goroutine returns (releaseThen): the rest of its end runs
-// once the batch is answered, on one goroutine per batch (Scheduler.
-// releaseThen), so a firing group's runs whose releases wait for the
-// claims do not keep thousands of goroutines alive, which the runtime
-// keeps the descriptors of for as long as the process runs. The
-// Scheduler starts it in Start and stops it in Shutdown, after the last
-// run ended.
+// (release_hold.go); a part that waits so is not out until its wait
+// ends. A run that ends hands its release over and its goroutine
+// returns (releaseThen): the rest of its end runs once the batch is
+// answered, on one goroutine per batch (Scheduler.releaseThen), so a
+// firing group's runs whose releases wait for the claims do not keep
+// thousands of goroutines alive, which the runtime keeps the descriptors
+// of for as long as the process runs. The Scheduler starts it in Start
+// and stops it in Shutdown, after the last run ended.
 type releaseBatcher struct {
 	store fleet.BatchReleaser
 	// claimsIdle, when set, gives a channel closed once this replica's
