@@ -86,11 +86,13 @@ func TestScheduler_ControlPlane_NoRoundTripPerRunOnRedis(t *testing.T) {
 		return nil
 	}, WithTTL(10*time.Second)))
 	require.NoError(t, s.Start())
-	// The entry published (ZADD, PEXPIRE) and the job running: nothing of
-	// the start is left to count.
-	waitUntilHolds(t, "the replica is in the registry and the job runs", func() bool {
+	// The entry published (ZADD, PEXPIRE), runs released and the index
+	// read once: nothing of the start is left to count, and the server has
+	// every script the window calls (the first call of each is an EVALSHA
+	// refused NOSCRIPT and an EVAL).
+	waitUntilHolds(t, "the replica is in the registry, runs released, the index read", func() bool {
 		n, err := admin.Do(t.Context(), admin.B().Zcard().Key("cronguard:fleet:{fleet}:replicas").Build()).AsInt64()
-		return err == nil && n == 1 && runs.Load() > 0
+		return err == nil && n == 1 && s.Stats().Released >= 2 && callsByCommand(t, admin)["zrangebyscore"] > 0
 	})
 	require.NoError(t, admin.Do(t.Context(), admin.B().ConfigResetstat().Build()).Error())
 	before := runs.Load()
