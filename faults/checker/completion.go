@@ -289,25 +289,39 @@ func (c *occurrenceCheck) doneWithoutEffect(r *Report) bool {
 
 // attemptsAfterEnd: no attempt is acquired after the occurrence was
 // released done or reported given up, unless data loss put back an
-// older record.
+// older record. A report of a give-up rests on the records its replica's
+// lease of that attempt wrote from its acquire on: its scheduler reports
+// the give-up once its release is done, or once a release tried again
+// finds the lease gone after a try whose reply was lost (that try, it
+// takes it, released it). A loss after that acquire may have taken the
+// lease with it and put back an older record, whenever the report came.
 func (c *occurrenceCheck) attemptsAfterEnd(r *Report) {
 	ix := c.ix
 	type ending struct {
 		at   int64 // Unix ms
+		from int64 // Unix ms: a data loss after it may have undone the end
 		what string
 	}
 	var ends []ending
 	for _, l := range c.leases {
 		if l.releasedDone() {
-			ends = append(ends, ending{l.releasedOK / 1e6, fmt.Sprintf("lease %d of %s released it done", l.fence, l.replica)})
+			at := l.releasedOK / 1e6
+			ends = append(ends, ending{at, at, fmt.Sprintf("lease %d of %s released it done", l.fence, l.replica)})
 		}
 	}
 	for _, g := range ix.givenUp[c.k] {
-		ends = append(ends, ending{g.Wall / 1e6, g.Replica + " reported it given up"})
+		at := g.Wall / 1e6
+		from := at
+		for _, l := range c.leases {
+			if l.replica == g.Replica && l.attempt == g.Attempt && l.acquiredAt < from {
+				from = l.acquiredAt
+			}
+		}
+		ends = append(ends, ending{at, from, g.Replica + " reported it given up"})
 	}
 	for _, e := range ends {
 		for _, l := range c.leases {
-			if l.acquiredAt <= e.at || ix.lossBetween(e.at, l.acquiredAt) != nil {
+			if l.acquiredAt <= e.at || ix.lossBetween(e.from, l.acquiredAt) != nil {
 				continue
 			}
 			c.violation(r, "attempt %d acquired by lease %d of %s at %s after %s at %s",

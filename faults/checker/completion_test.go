@@ -334,6 +334,26 @@ func TestCheckCompletion_Exceptions(t *testing.T) {
 			h.attempt("r1", 2, 3, 13000)
 			h.doneAsDuplicate("r1", 3)
 		}, "data_lost"},
+		// Redis rolls back to a copy taken before the last attempt's
+		// acquire; the attempt's release, sent as Redis came back, fails,
+		// and its retry finds the lease gone, which its scheduler takes for
+		// its own earlier try: it reports the occurrence given up, after the
+		// data loss. The record put back says the attempt before it is
+		// open, and another replica takes the occurrence again: the loss
+		// came after the acquire the report rests on (the fault run of seed
+		// 511394725).
+		{"given up by a replica whose lease was lost with the data, then attempted again", 60000, func(h *attemptHistory) {
+			h.attempt("r1", 1, 1, 10000)
+			h.rollback(10300, 9000)
+			h.add("r1", history.RunEnd, 10400, 1, func(e *history.Event) { e.Err = "boom" })
+			h.add("r1", history.ReleaseError, 10402, 1, func(e *history.Event) {
+				e.Sent, e.SentWall, e.Close, e.Reason = 10401*msNs, 10401*msNs, history.CloseGivenUp, "not_held"
+			})
+			h.givenUp("r1", 10404, 1)
+			h.attempt("r2", 1, 2, 11000)
+			h.commit("r2", 2, 11300)
+			h.finish("r2", 2, 11400, "", history.CloseDone)
+		}, "data_lost"},
 		{"committed by a holder killed before its release, then given up", 60000, func(h *attemptHistory) {
 			h.attempt("r1", 1, 1, 10000)
 			h.commit("r1", 1, 10300)

@@ -74,7 +74,9 @@
 //     replica's scheduler, never both and never twice; it is never taken
 //     for done without its effect (released done, or its write refused as
 //     a duplicate, with no accepted write) and never attempted again after
-//     it was released done or reported given up. The exceptions, each
+//     it was released done or reported given up (unless Redis lost its
+//     data after the acquire of the lease that released it, which may
+//     have taken the record of that end with it). The exceptions, each
 //     counted and explained: Redis lost its data between the claim and
 //     the time the occurrence had to be resolved (data_lost); the
 //     replicas began to shut down before that time (open_at_end); the
