@@ -65,7 +65,7 @@ func jobIndex(name string) int {
 type message struct {
 	Event string `json:"event"` // "ready" or "done"
 	// ready
-	HeapBefore uint64 `json:"heapBefore,omitempty"` // HeapAlloc after GC before New+Register
+	HeapBefore uint64 `json:"heapBefore,omitempty"` // HeapAlloc after GC before New+Register, once the client has opened its connection
 	HeapAfter  uint64 `json:"heapAfter,omitempty"`  // the least HeapAlloc after GC over 1 s after Register+Start and the first read of the registry (fleetread.go)
 	// done: HeapAlloc after GC when asked to stop (before Shutdown), less
 	// any growth of the measurement buffers since HeapBefore.
@@ -106,6 +106,28 @@ func leastHeap(d time.Duration) uint64 {
 	return least
 }
 
+// warmCommands is how many reads openConnections sends.
+const warmCommands = 16
+
+// openConnections sends a few reads, so that the heap baseline is taken
+// once the client has opened the connection it pipelines commands over:
+// rueidis.NewClient leaves it to the first commands (its read and write
+// buffers and ring, some 1.4 MB by default, came after the baseline
+// before), and a service's client has it open whatever it runs. What the
+// scheduler opens beyond it, such as the control channel's dedicated
+// connection, is still counted.
+func openConnections(client rueidis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range warmCommands {
+		err := client.Do(ctx, client.B().Get().Key("schedscale:warm").Build()).Error()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return fmt.Errorf("schedscale: open the client's connection: %w", err)
+		}
+	}
+	return nil
+}
+
 // Child runs one replica: it registers and starts the jobs, writes a ready
 // message to out, runs until a line arrives on in (or in closes), shuts the
 // scheduler down and writes a done message with every occurrence it ran.
@@ -125,6 +147,9 @@ func Child(cfg ChildConfig, in io.Reader, out io.Writer) error {
 	defer client.Close()
 	store, err := redislease.New(client)
 	if err != nil {
+		return err
+	}
+	if err := openConnections(client); err != nil {
 		return err
 	}
 
