@@ -55,6 +55,7 @@ var harmlessDenials = []string{"cluster|slots", "unsubscribe", "punsubscribe", "
 // and, without each grant a scheduler adds to the lease user's, shows that
 // Redis refuses it something.
 func TestScheduler_ACL(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	full := slices.Concat(schedulerLeaseCommands, schedulerFleetCommands, []string{"+ping"}, schedulerWaitCommands)
 

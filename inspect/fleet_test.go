@@ -34,6 +34,7 @@ func cronworkerJobs(runs *runLog, rebuild *gate) func(s *scheduler.Scheduler) er
 // drops out of the registry once its entry lapses, within three refresh
 // periods of its last refresh, by the store's clock.
 func TestInspector_Jobs_LiveFleet(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	rebuild := newGate()
 	t.Cleanup(rebuild.release)
@@ -125,6 +126,7 @@ func TestInspector_Jobs_LiveFleet(t *testing.T) {
 // occurrence of the job runs anywhere until resume (each is skipped as
 // paused), other jobs go on, and after resume the next occurrence runs.
 func TestInspector_Pause_DuringRun(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	report := newGate()
 	t.Cleanup(report.release)
@@ -197,6 +199,7 @@ func TestInspector_Pause_DuringRun(t *testing.T) {
 // A trigger with WithWait returns the run's outcome, from the replica that
 // ran it.
 func TestInspector_Trigger_WaitLive(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	ids := []string{"replica-1", "replica-2"}
 	for _, id := range ids {
@@ -216,6 +219,7 @@ func TestInspector_Trigger_WaitLive(t *testing.T) {
 // Two replicas that register report with different schedules both report
 // the mismatch, and the Inspector shows it.
 func TestInspector_Conflict_TwoSchedules(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	f.start(t, "replica-a", func(s *scheduler.Scheduler) error {
 		return s.Register("report", scheduler.Cron("*/5 * * * * *"), f.runs.job(0))

@@ -24,6 +24,7 @@ import (
 // whose claim found a triggered run holding the lease is skipped, not run
 // late.
 func TestInspector_Trigger_TwentyInARow(t *testing.T) {
+	t.Parallel()
 	const rounds, perRound = 5, 4 // twenty triggers
 	f := newLiveFleet(t)
 	p := newJobProbe(100 * time.Millisecond)

@@ -34,6 +34,7 @@ func plantUnreadableEntry(t *testing.T, f *liveFleet, id string) {
 // left out; a command on a job the readable entries name works, and an
 // unknown job's error says that some entries were left out.
 func TestInspector_UnreadableEntry_TheRestIsShown(t *testing.T) {
+	t.Parallel()
 	f := newLiveFleet(t)
 	ctx := t.Context()
 	_, err := f.store.PublishReplica(ctx, fleet.Replica{ID: "r0", Version: "test", Started: time.Now(),
