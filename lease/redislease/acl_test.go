@@ -69,6 +69,7 @@ func aclWaitRules(keyPattern, channelPattern string, commands []string) []string
 // TestStore_ACL runs the Store as a Redis user that has only the
 // permissions docs/redis-acl.md lists.
 func TestStore_ACL(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	admin := srv.client
 

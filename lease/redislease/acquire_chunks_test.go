@@ -134,6 +134,7 @@ func acquireCases() []acquireCase {
 // Each of five rounds puts the cases in another order, so that each shape
 // and answer comes at other places of its call.
 func TestStore_AcquireBatch_AnswersAndWritesAsAcquire(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	for round := range 5 {
 		cases := acquireCases()
@@ -253,6 +254,7 @@ func assertSameKeys(t *testing.T, one, batch *Store, key string, l, bl *lease.Le
 // A batch that names one lease key twice is cut in two calls: the second
 // acquire of the key finds it held by the first, as Acquire would.
 func TestStore_AcquireBatch_KeyTwiceIsTwoCalls(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	now := time.Now().UnixMilli()
@@ -283,6 +285,7 @@ func TestStore_AcquireBatch_KeyTwiceIsTwoCalls(t *testing.T) {
 // it writes anything: its one read of every key would not see the first
 // acquire's writes.
 func TestAcquireBatchScript_RefusesAKeyTwice(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	var keys, args []string

@@ -90,6 +90,7 @@ func requireFreeAtOnce(t *testing.T, st *Store, after int64) {
 // The client pipelines on one connection, so the timed-out acquire stays
 // queued on the server and the rollback runs behind it.
 func TestStore_Acquire_AmbiguousTimeoutIsRolledBack(t *testing.T) {
+	t.Parallel()
 	got := pausedAcquire(t.Context(), t, rueidis.ClientOption{AlwaysPipelining: true, PipelineMultiplex: -1})
 	require.ErrorIs(t, got.err, lease.ErrTimeout)
 	assert.Positive(t, got.fence, "the timed-out acquire did run on the server")
@@ -106,6 +107,7 @@ func TestStore_Acquire_AmbiguousTimeoutIsRolledBack(t *testing.T) {
 // The warm-up runs under a deadline, which keeps the connection
 // synchronous (a context without one would start rueidis' pipelining).
 func TestStore_Acquire_AmbiguousTimeoutThatNeverRan(t *testing.T) {
+	t.Parallel()
 	warm, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	got := pausedAcquire(warm, t, rueidis.ClientOption{PipelineMultiplex: -1})
@@ -118,6 +120,7 @@ func TestStore_Acquire_AmbiguousTimeoutThatNeverRan(t *testing.T) {
 // TestStore_Acquire_AbortedBeforeSendLeavesNothing: a canceled context
 // sends nothing; the reconcile finds nothing to release.
 func TestStore_Acquire_AbortedBeforeSendLeavesNothing(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -135,6 +138,7 @@ func TestStore_Acquire_AbortedBeforeSendLeavesNothing(t *testing.T) {
 // the key is free at once and the round it claimed is given back, and
 // another replica can still run that occurrence.
 func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	proxy := testutil.NewProxy(t, srv.redis.Addr)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})
@@ -177,6 +181,7 @@ func TestStore_Acquire_ReplyLostToBrokenConnectionIsRolledBack(t *testing.T) {
 // TestStore_Acquire_RefusedConnectionIsNotRolledBack: a connection that
 // could not be made never carried the acquire: no roll-back is attempted.
 func TestStore_Acquire_RefusedConnectionIsNotRolledBack(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	proxy := testutil.NewProxy(t, srv.redis.Addr)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})

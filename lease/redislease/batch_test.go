@@ -13,6 +13,7 @@ import (
 // TestStore_AcquireBatch_ScriptFlushed: a batch sent to a server whose
 // script cache was flushed falls back to EVAL and answers every request.
 func TestStore_AcquireBatch_ScriptFlushed(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st, err := New(srv.client, WithPrefix(uniquePrefix()))
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestStore_Acquire_RoundOrder(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -35,6 +36,7 @@ func TestStore_Acquire_RoundOrder(t *testing.T) {
 }
 
 func TestStore_Acquire_ClockSkewRecordsNothing(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -52,6 +54,7 @@ func TestStore_Acquire_ClockSkewRecordsNothing(t *testing.T) {
 }
 
 func TestStore_Acquire_RoundTooLargeIsInvalid(t *testing.T) {
+	t.Parallel()
 	st, err := New(startServer(t).client)
 	require.NoError(t, err)
 	_, err = st.Acquire(t.Context(), "k", time.Second, lease.WithRound(maxRound+1))
@@ -59,6 +62,7 @@ func TestStore_Acquire_RoundTooLargeIsInvalid(t *testing.T) {
 }
 
 func TestStore_ExtendRelease_ExpiredIsReasonExpired(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -81,6 +85,7 @@ func TestStore_ExtendRelease_ExpiredIsReasonExpired(t *testing.T) {
 // expired lease leaves no record to block or to clean up, yet Release and
 // Extend still say "expired". Fence and round never expire.
 func TestStore_ExpiredLease_RecordGoesIndexStays(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
@@ -134,6 +139,7 @@ func TestStore_ExpiredLease_RecordGoesIndexStays(t *testing.T) {
 }
 
 func TestStore_UnroutableID_NoIO(t *testing.T) {
+	t.Parallel()
 	st, err := New(startServer(t).client)
 	require.NoError(t, err)
 	id := "___" + leasekit.NewID()[:19]
@@ -147,6 +153,7 @@ func TestStore_UnroutableID_NoIO(t *testing.T) {
 }
 
 func TestStore_Acquire_FenceWarningLogged(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	var buf bytes.Buffer
 	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
@@ -163,6 +170,7 @@ func TestStore_Acquire_FenceWarningLogged(t *testing.T) {
 // A counter far ahead of the server clock's floor is logged: if the store
 // lost it, fences would resume below it.
 func TestStore_Acquire_FenceAheadOfFloorLogged(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	var buf bytes.Buffer
 	st := srv.store(t, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
@@ -178,6 +186,7 @@ func TestStore_Acquire_FenceAheadOfFloorLogged(t *testing.T) {
 // A fence counter that is not a number is unreadable: the acquire fails
 // and takes nothing, rather than restart the counter.
 func TestStore_Acquire_GarbledFenceCounterIsInternal(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ks, _ := keysFor(st.prefix, "k")
@@ -190,6 +199,7 @@ func TestStore_Acquire_GarbledFenceCounterIsInternal(t *testing.T) {
 }
 
 func TestNew_Options(t *testing.T) {
+	t.Parallel()
 	client := startServer(t).client
 	tests := map[string]Option{
 		"nil option":      nil,
@@ -213,6 +223,7 @@ func TestNew_Options(t *testing.T) {
 }
 
 func TestStore_Acquire_DeadlineFromSendTime(t *testing.T) {
+	t.Parallel()
 	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := startServer(t).store(t, WithClock(clock))
 	l, err := st.Acquire(t.Context(), "k", 10*time.Second)

@@ -17,6 +17,7 @@ import (
 // braces, and checks that the server's own CLUSTER KEYSLOT agrees with the
 // slot the ID encodes. Any cross-slot access would fail the script.
 func TestStore_Cluster_EveryOperationRoutesToOneSlot(t *testing.T) {
+	t.Parallel()
 	cl := testutil.StartCluster(t, 3)
 	client := cl.Client(t)
 	st, err := New(client, WithPrefix(uniquePrefix()))

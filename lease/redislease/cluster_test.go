@@ -23,6 +23,7 @@ import (
 // TestStore_Cluster runs the Store against a real 3-primary Redis Cluster,
 // started once for all its subtests.
 func TestStore_Cluster(t *testing.T) {
+	t.Parallel()
 	c := testutil.StartCluster(t, 3)
 	client := c.Client(t)
 

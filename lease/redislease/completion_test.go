@@ -28,6 +28,7 @@ func acquireWithAttempts(t *testing.T, st *Store, key string, round int64, max i
 // a SCRIPT FLUSH it sends both again (built anew: rueidis recycles a sent
 // command), and the connection's replies stay in step.
 func TestStore_ReleaseWithStatus_IndexAfterScriptFlush(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -53,6 +54,7 @@ func TestStore_ReleaseWithStatus_IndexAfterScriptFlush(t *testing.T) {
 // rolled back: the lease released and the record open again at the
 // attempt before, so the next resume is the same attempt.
 func TestStore_Acquire_ResumeRolledBack(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t, WithLogger(quietLogger()))
 	ctx := t.Context()
@@ -82,6 +84,7 @@ func TestStore_Acquire_ResumeRolledBack(t *testing.T) {
 // TestStore_Acquire_UnreadableCompletionRecord: a record that is not this
 // store's answers lease.ErrInternal, never a panic or a guess.
 func TestStore_Acquire_UnreadableCompletionRecord(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -165,6 +168,7 @@ func TestParseDue_SkipsForeignMembers(t *testing.T) {
 // waits for the replicas like any acquire, and one they did not
 // acknowledge is rolled back, its attempt unused.
 func TestStore_Acquire_ResumeWaitsForReplicas(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	prefix := uniquePrefix()
 	st, err := New(srv.client, WithPrefix(prefix), WithLogger(quietLogger()))

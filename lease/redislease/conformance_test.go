@@ -13,6 +13,7 @@ import (
 // TestStore_Conformance runs the shared lease.Store contract against a
 // real redis-server, one unique prefix per subtest.
 func TestStore_Conformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	leasetest.Run(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
@@ -22,6 +23,7 @@ func TestStore_Conformance(t *testing.T) {
 // TestStore_CompletionConformance runs the completion records' contract
 // against a real redis-server, one unique prefix per subtest.
 func TestStore_CompletionConformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	leasetest.RunCompletion(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
@@ -31,6 +33,7 @@ func TestStore_CompletionConformance(t *testing.T) {
 // TestStore_SemaphoreConformance runs the semaphore contract against a
 // real redis-server, one unique prefix per subtest.
 func TestStore_SemaphoreConformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	leasetest.RunSemaphore(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
@@ -40,6 +43,7 @@ func TestStore_SemaphoreConformance(t *testing.T) {
 // TestStore_FairConformance runs the fair queue's contract against a real
 // redis-server, one unique prefix per subtest.
 func TestStore_FairConformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	leasetest.RunFair(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}
@@ -49,6 +53,7 @@ func TestStore_FairConformance(t *testing.T) {
 // TestStore_FleetConformance runs the control plane's suite against the
 // Redis store, each subtest under its own prefix.
 func TestStore_FleetConformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	fleettest.Run(t, func(t *testing.T) fleettest.Env {
 		st, err := New(srv.client, WithPrefix(uniquePrefix()))
@@ -60,6 +65,7 @@ func TestStore_FleetConformance(t *testing.T) {
 // TestStore_BatchConformance runs the batch acquire and round read
 // contract against a real redis-server, one unique prefix per subtest.
 func TestStore_BatchConformance(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	leasetest.RunBatch(t, func(t *testing.T) leasetest.Env {
 		return leasetest.Env{Store: srv.store(t), Wait: time.Sleep}

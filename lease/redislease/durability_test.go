@@ -32,6 +32,7 @@ func acquireN(t *testing.T, st *Store, key string, n int) fencing.Token {
 // (lease.FenceFloor) puts a wiped or rolled-back counter above every fence
 // issued before, as long as the server's clock did not go back.
 func TestStore_Acquire_FencesSurviveDataLoss(t *testing.T) {
+	t.Parallel()
 	t.Run("wiped", func(t *testing.T) {
 		srv := testutil.StartRedis(t) // no persistence: a restart loses everything
 		st, err := New(srv.Client(t), WithPrefix("app"))

@@ -142,6 +142,7 @@ func fakeClient(t *testing.T, addr string) rueidis.Client {
 // TestClassify_RealErrors maps the errors rueidis really returns, for
 // server replies and for faults, to the lease sentinels.
 func TestClassify_RealErrors(t *testing.T) {
+	t.Parallel()
 	replies := []struct {
 		reply string
 		want  error

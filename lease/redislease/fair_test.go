@@ -65,6 +65,7 @@ func fairLock(ctx context.Context, t *testing.T, st *arrivalStore, key string, f
 // real server, the 200 hand-offs follow arrival order exactly, every one
 // woken by a release (the waiters' clock is frozen).
 func TestLock_Fair_TwoHundredHandOffsInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := &arrivalStore{Store: srv.store(t, WithLogger(quietLogger())), seen: make(map[string]bool)}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a broken build fails, not hangs
@@ -119,6 +120,7 @@ func TestLock_Fair_TwoHundredHandOffsInArrivalOrder(t *testing.T) {
 // behind it gets the key after the one ahead, woken by releases only (its
 // clock is frozen, and the cancelled waiter's place would last a minute).
 func TestLock_Fair_CancelledWaiterLeaves(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := &arrivalStore{Store: srv.store(t, WithLogger(quietLogger())), seen: make(map[string]bool)}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -165,6 +167,7 @@ func TestLock_Fair_CancelledWaiterLeaves(t *testing.T) {
 // The key is the waiter's within the dead place's expiry plus one such
 // wait (server times both, in ms).
 func TestLock_Fair_ClosedClientExpires(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := &arrivalStore{Store: srv.store(t, WithLogger(quietLogger())), seen: make(map[string]bool)}
 	dyingClient, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.redis.Addr}, DisableCache: true})

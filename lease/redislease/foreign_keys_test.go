@@ -25,6 +25,7 @@ import (
 // deleted the lease, so the completion record still said "running" with
 // no holder: the occurrence was resumed and ran twice.
 func TestStore_ReleaseWithStatus_ForeignHistoryOrTriggerKey(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	b := srv.client.B()
@@ -104,6 +105,7 @@ func TestStore_ReleaseWithStatus_ForeignHistoryOrTriggerKey(t *testing.T) {
 // left out. Before, the scripts failed at their LPUSH, so the occurrence
 // was never resumed (every resume failed alike) until its deadline.
 func TestStore_Resume_ForeignHistoryKey(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	b := srv.client.B()
@@ -144,6 +146,7 @@ func TestStore_Resume_ForeignHistoryKey(t *testing.T) {
 // where the read says so (LLEN; the MGET of LastRounds and LastRuns reads
 // a key of another type as absent, as the acquire does).
 func TestStore_BatchReads_AForeignKeyIsLeftOut(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	b := srv.client.B()

@@ -18,6 +18,7 @@ import (
 // and checks that every operation fails with a clear ErrInternal instead of
 // panicking or misreporting.
 func TestStore_Garbage_NeverPanics(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	do := func(t *testing.T, cmd rueidis.Completed) {

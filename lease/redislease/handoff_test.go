@@ -199,6 +199,7 @@ func (r handOffRun) run(ctx context.Context, tb testing.TB, st lease.Store) []ha
 // waiter at a time, in the order of its fences. The twenty share one
 // subscription to the key's channel, which ends with the last of them.
 func TestLock_Notified_TwoHundredHandOffsAmongTwentyWaiters(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t, WithLogger(quietLogger()))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // a lost hand-off fails, not hangs

@@ -35,6 +35,7 @@ func sameSlotKey(t *testing.T, prefix, key string) string {
 // ID's index naming another data key (-5); the store then answers by ID,
 // so the ID's lease is extended and released and the other key's is not.
 func TestStore_ExtendLease_EditedKeyInSameSlot(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -78,6 +79,7 @@ func TestStore_ExtendLease_EditedKeyInSameSlot(t *testing.T) {
 // ID path's for the states a lease goes through, with reasons compared
 // exactly (leasetest allows either of two for some).
 func TestStore_LeaseMethods_Reasons(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -126,6 +128,7 @@ func TestStore_LeaseMethods_Reasons(t *testing.T) {
 // TestStore_ReleaseLease_NilAndInvalid: bad input fails with
 // ErrInvalidArgument, as the ID methods do.
 func TestStore_ReleaseLease_NilAndInvalid(t *testing.T) {
+	t.Parallel()
 	st := startServer(t).store(t)
 	ctx := context.WithoutCancel(t.Context())
 	require.ErrorIs(t, st.ReleaseLease(ctx, nil), lease.ErrInvalidArgument)

@@ -17,6 +17,7 @@ import (
 // release itself (with slack: TestStore_History_TrimmedWithSlack); History
 // answers the Store's limit of runs.
 func TestStore_History_ListInTheJobsSlot(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t, WithHistoryLimit(3))
 	ctx := t.Context()
@@ -66,6 +67,7 @@ func TestStore_History_ListInTheJobsSlot(t *testing.T) {
 // historySlack(limit) entries, and History never shows more than the limit,
 // as if each release had trimmed.
 func TestStore_History_TrimmedWithSlack(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	const limit = 3
 	st := srv.store(t, WithHistoryLimit(limit))
@@ -109,6 +111,7 @@ func TestStore_History_TrimmedWithSlack(t *testing.T) {
 // An entry that is not JSON is reported as the store's internal error, not
 // skipped.
 func TestStore_History_Unreadable(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ks, err := keysFor(st.prefix, "job:bad")

@@ -49,6 +49,7 @@ func shardSubscribers(t *testing.T, srv server, channel string) int64 {
 // after the other. The waiters share one subscription to the key's
 // channel, which ends with the last of them.
 func TestLock_Notified_TwentyWaitersWakeOnRelease(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := &countingStore{Store: srv.store(t, WithLogger(quietLogger()))}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a broken build fails, not hangs

@@ -32,6 +32,7 @@ func requireWoken(t *testing.T, w lease.Watch, why string) {
 // channel: release by ID, the keyed release, the release with status, the
 // roll-back of an acquire.
 func TestStore_Watch_EveryReleaseNotifies(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	tests := []struct {
@@ -87,6 +88,7 @@ func TestStore_Watch_EveryReleaseNotifies(t *testing.T) {
 // made again, the watch is live and woken again, and releases wake it as
 // before.
 func TestStore_Watch_DroppedSubscriptionComesBack(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	proxy := testutil.NewProxy(t, srv.redis.Addr)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})

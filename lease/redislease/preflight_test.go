@@ -33,6 +33,7 @@ func preflightLog(t *testing.T, srv *testutil.Redis, user string) string {
 }
 
 func TestStore_Preflight(t *testing.T) {
+	t.Parallel()
 	t.Run("no AOF", func(t *testing.T) {
 		logs := preflightLog(t, testutil.StartRedis(t), "")
 		assert.Contains(t, logs, "level=WARN")

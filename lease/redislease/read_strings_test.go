@@ -13,6 +13,7 @@ import (
 // the round records of many keys are read with one MGET per mgetChunk
 // keys, not a GET each, and every key gets its own answer, in order.
 func TestStore_LastRounds_OneMGETPerChunk(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	st := srv.store(t, WithLogger(quietLogger()))

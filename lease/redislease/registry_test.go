@@ -61,6 +61,7 @@ func outputBytes(t testing.TB, client rueidis.Client) int64 {
 // once, so the bytes a read returns do not grow with the list times the
 // replicas.
 func TestStore_Registry_ReplicasWithTheSameJobsShareOneList(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -99,6 +100,7 @@ func TestStore_Registry_ReplicasWithTheSameJobsShareOneList(t *testing.T) {
 // again; meanwhile a read leaves that replica out, as it does one whose
 // entry lapsed.
 func TestStore_Registry_ARefreshFindsItsListMissing(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -131,6 +133,7 @@ func TestStore_Registry_ARefreshFindsItsListMissing(t *testing.T) {
 // its list stored renews it, a refresh renews the list its entry names,
 // and a drop leaves a shared list to the replicas that still name it.
 func TestStore_Registry_PublishAndRefreshRenewTheList(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -176,6 +179,7 @@ func TestStore_Registry_PublishAndRefreshRenewTheList(t *testing.T) {
 // names one when the replica published none, or when the refresh goes
 // through a Store that did not publish it.
 func TestStore_Registry_ARefreshFindsAnotherList(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	fk := func(st *Store) fleetKeys { return fleetKeysFor(st.prefix) }
@@ -228,6 +232,7 @@ func TestStore_Registry_ARefreshFindsAnotherList(t *testing.T) {
 // TestStore_Registry_OneListWhateverTheRegistrationOrder: replicas that
 // register the same jobs in different orders name one list.
 func TestStore_Registry_OneListWhateverTheRegistrationOrder(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -249,6 +254,7 @@ func TestStore_Registry_OneListWhateverTheRegistrationOrder(t *testing.T) {
 // its jobs inline, as earlier versions wrote it, is read as before, beside
 // entries that name a list.
 func TestStore_Registry_ReadsEntriesOfEarlierVersions(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -280,6 +286,7 @@ func TestStore_Registry_ReadsEntriesOfEarlierVersions(t *testing.T) {
 // (lease.ErrInternal) naming the strange one. A publish beside it writes
 // its entry and reports its conflicts with the readable ones.
 func TestStore_Registry_AStrangeEntryIsLeftOut(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	ctx := t.Context()
 	for name, tc := range map[string]struct{ entry, list, want string }{

@@ -15,6 +15,7 @@ import (
 // server whose script cache was flushed falls back to EVAL and answers
 // every release, the index command of a lease with attempts included.
 func TestStore_ReleaseWithStatusBatch_ScriptFlushed(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st, err := New(srv.client, WithPrefix(uniquePrefix()))
 	require.NoError(t, err)

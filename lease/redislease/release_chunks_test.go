@@ -153,6 +153,7 @@ func releaseCases() []releaseCase {
 // and answer comes at other places of its call, and the shapes alternate
 // differently (a call per run of one shape).
 func TestStore_ReleaseBatch_AnswersAndWritesAsRelease(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	for round := range 5 {
 		cases := releaseCases()
@@ -306,6 +307,7 @@ func dueOf(t *testing.T, st *Store, key string) []fleet.Due {
 
 // A batch that names one lease key twice is cut in two calls.
 func TestStore_ReleaseBatch_KeyTwiceIsTwoCalls(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()
@@ -341,6 +343,7 @@ func TestStore_ReleaseBatch_KeyTwiceIsTwoCalls(t *testing.T) {
 // writes anything: its one read of every record would not see the first
 // release's writes.
 func TestReleaseBatchScript_RefusesAKeyTwice(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()

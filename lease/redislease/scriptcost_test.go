@@ -260,6 +260,7 @@ func BenchmarkScriptCost(b *testing.B) {
 // DEL, SET status, LPUSH history, SPUBLISH, LLEN, and LTRIM only once the
 // history holds more than its limit plus slack.
 func TestStore_ScriptCost_Commands(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	c := srv.client
 	ctx := t.Context()

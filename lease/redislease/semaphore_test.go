@@ -71,6 +71,7 @@ func maxOverlap(holds []hold) int {
 // once: by an in-process count, and by the holds' server times. Fences
 // grow in the order the server admitted the holders.
 func TestSemaphore_Limit_ThirtyGoroutinesTwoClients(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	prefix := uniquePrefix()
 	var sems []*lease.Semaphore
@@ -138,6 +139,7 @@ func TestSemaphore_Limit_ThirtyGoroutinesTwoClients(t *testing.T) {
 // slot, as the server's clock tells: a reading of it taken after the
 // context ended is still before the waiter's acquire.
 func TestSemaphore_Blackhole_HeartbeatEndsBeforeSlotsAreTaken(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	proxy := testutil.NewProxy(t, srv.redis.Addr)
 	viaProxy, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr}, DisableCache: true})

@@ -25,6 +25,7 @@ const failoverGrace = 10 * time.Second
 // primary, one replica and three sentinels started once for all subtests.
 // The subtests run in order: two of them fail over.
 func TestStore_Sentinel(t *testing.T) {
+	t.Parallel()
 	sn := testutil.StartSentinel(t)
 	client := sn.Client(t)
 

@@ -14,6 +14,7 @@ import (
 // ServerTime is the server's TIME: on a server on this machine, within a
 // second of the local clock, to the microsecond.
 func TestStore_ServerTime_IsTheServersTime(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartRedis(t)
 	store, err := redislease.New(srv.Client(t))
 	require.NoError(t, err)

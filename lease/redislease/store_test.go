@@ -12,6 +12,7 @@ import (
 )
 
 func TestStore_AcquireExtendRelease_Lifecycle(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	st := srv.store(t)
 	ctx := t.Context()

@@ -17,6 +17,7 @@ import (
 // TestStore_TLS runs the Store over TLS (rediss://) against a
 // redis-server that only accepts TLS, with a CA made in the test.
 func TestStore_TLS(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartTLSRedis(t)
 
 	t.Run("Lifecycle", func(t *testing.T) {
