@@ -127,6 +127,7 @@ func TestScheduler_ConcurrencyLimit_SixJobsThreeReplicas(t *testing.T) {
 // The same on a real redis-server, each replica on its own client: the
 // slots are a Redis semaphore, and waiters are woken by its releases.
 func TestScheduler_ConcurrencyLimit_RealRedis(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartRedis(t)
 	var stores []lease.Store
 	for range 3 {

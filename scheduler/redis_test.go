@@ -22,6 +22,7 @@ import (
 // Every job for about 3s: no occurrence runs twice, and none is missed
 // between the first and the last few.
 func TestScheduler_Run_RealRedisOncePerOccurrence(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartRedis(t)
 	occ := newOccurrences()
 	var replicas []*Scheduler

@@ -29,6 +29,7 @@ const redisWaitBound = 30 * time.Second
 // other job; b and c run every later occurrence, each once; and the name
 // can be registered again on a.
 func TestScheduler_Remove_OneReplicaStopsOnRedis(t *testing.T) {
+	t.Parallel()
 	srv := testutil.StartRedis(t)
 	admin, err := redislease.New(srv.Client(t))
 	require.NoError(t, err)
