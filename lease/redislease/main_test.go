@@ -18,7 +18,12 @@ import (
 // connection-refused tests start one; ignored), and after a cluster
 // topology refresh, (*clusterClient)._refresh sleeps 5s before it closes
 // the dropped connections (the cluster tests start one; waited for).
+//
+// The tests that start their own servers run in parallel, up to four per
+// CPU: they wait for TTLs and servers far more than they compute
+// (testutil.RaiseParallel).
 func TestMain(m *testing.M) {
+	testutil.RaiseParallel(4)
 	testutil.VerifyTestMain(m)
 }
 
