@@ -13,6 +13,6 @@ import (
 // schedules of a second or two far more than they compute
 // (testutil.RaiseParallel).
 func TestMain(m *testing.M) {
-	testutil.RaiseParallel(4)
+	testutil.MustRaiseParallel(4)
 	testutil.VerifyTestMain(m)
 }

@@ -19,6 +19,6 @@ const serverTests = "Redis"
 // them.
 func TestMain(m *testing.M) {
 	testutil.SelectServerTests(serverTests)
-	testutil.RaiseParallel(4)
+	testutil.MustRaiseParallel(4)
 	testutil.VerifyTestMain(m)
 }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 )
@@ -20,15 +21,16 @@ const parallelFlag = "test.parallel"
 // run alone before the parallel ones, as before.
 //
 // Call it from TestMain, before m.Run; it parses the command line
-// (flag.Parse) to see whether -parallel is on it.
+// (flag.Parse) to see whether -parallel is on it. It returns an error for
+// perCPU below 1, and outside a test binary (no -parallel flag to set).
 //
 //	func TestMain(m *testing.M) {
-//		testutil.RaiseParallel(4)
+//		testutil.MustRaiseParallel(4)
 //		testutil.VerifyTestMain(m)
 //	}
-func RaiseParallel(perCPU int) {
+func RaiseParallel(perCPU int) error {
 	if perCPU < 1 {
-		panic(fmt.Sprintf("testutil: RaiseParallel(%d): want at least 1", perCPU))
+		return fmt.Errorf("testutil: RaiseParallel(%d): perCPU must be at least 1", perCPU)
 	}
 	if !flag.Parsed() {
 		flag.Parse()
@@ -36,9 +38,20 @@ func RaiseParallel(perCPU int) {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == parallelFlag })
 	if given {
-		return
+		return nil
 	}
 	if err := flag.Set(parallelFlag, strconv.Itoa(perCPU*runtime.GOMAXPROCS(0))); err != nil {
-		panic(fmt.Sprintf("testutil: RaiseParallel: %v (called outside a test binary?)", err))
+		return fmt.Errorf("testutil: RaiseParallel: %w (called outside a test binary?)", err)
+	}
+	return nil
+}
+
+// MustRaiseParallel is RaiseParallel for TestMain: on an error it prints
+// it and exits the test binary with status 2, as the testing package does
+// for a bad flag.
+func MustRaiseParallel(perCPU int) {
+	if err := RaiseParallel(perCPU); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 }

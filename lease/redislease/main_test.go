@@ -23,7 +23,7 @@ import (
 // CPU: they wait for TTLs and servers far more than they compute
 // (testutil.RaiseParallel).
 func TestMain(m *testing.M) {
-	testutil.RaiseParallel(4)
+	testutil.MustRaiseParallel(4)
 	testutil.VerifyTestMain(m)
 }
 
