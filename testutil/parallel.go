@@ -35,15 +35,20 @@ func RaiseParallel(perCPU int) error {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == parallelFlag })
-	if given {
+	if onCommandLine(parallelFlag) {
 		return nil
 	}
 	if err := flag.Set(parallelFlag, strconv.Itoa(perCPU*runtime.GOMAXPROCS(0))); err != nil {
 		return fmt.Errorf("testutil: RaiseParallel: %w (called outside a test binary?)", err)
 	}
 	return nil
+}
+
+// onCommandLine reports whether the command line set the flag name.
+func onCommandLine(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // MustRaiseParallel is RaiseParallel for TestMain: on an error it prints

@@ -23,8 +23,7 @@ func TestRaiseParallel_SetsPerCPUUnlessTheCommandLineGivesIt(t *testing.T) {
 	require.NotNil(t, f, "a test binary defines -%s", parallelFlag)
 	before := f.Value.String()
 	t.Cleanup(func() { require.NoError(t, flag.Set(parallelFlag, before)) })
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == parallelFlag })
+	given := onCommandLine(parallelFlag) // before RaiseParallel, whose flag.Set counts as given
 
 	require.NoError(t, RaiseParallel(3))
 	if given {
