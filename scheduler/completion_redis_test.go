@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cronguard/cronguard/fleet"
 	"github.com/cronguard/cronguard/lease/redislease"
 	"github.com/cronguard/cronguard/testutil"
 )
@@ -118,19 +119,31 @@ func TestScheduler_Resume_DetectionIsConstantOnRedis(t *testing.T) {
 }
 
 // On a real redis-server: a replica that shuts down during a run releases
-// it open and says so; another replica resumes it as attempt 2 within 2s,
-// and the effect commits once. A replica cut off from Redis during a run
-// (its heartbeat and release never arrive) is resumed within TTL + 2s.
+// it open and announces it on the control channel; another replica resumes
+// it as attempt 2, and the effect commits once. A replica cut off from
+// Redis during a run (its heartbeat and release never arrive) is resumed
+// through the fleet's index once its lease has run out.
+//
+// How soon is asserted where time is the scheduler's own, not the
+// machine's: the synctest twins (TestScheduler_Completion_ShutdownResumesOnAnotherReplica,
+// within 2s of the release; TestScheduler_Completion_DeadHolderResumedAfterItsTTL,
+// within TTL + 2s of the death). On the real clock the second of those
+// bounds has no room for the machine at all: the index entry comes due at
+// the lease's expiry plus lease.ExpiryTolerance (1s), up to TTL after the
+// cut, and is read within resumePoll (1s) after that, so a resume that
+// takes the scheduler a few hundred milliseconds of CPU on a loaded
+// machine passes TTL + 2s (4.41s was seen, in the suite beside eight other
+// tests). Here the mechanism is asserted instead: the release's
+// announcement, and a resume of the same occurrence with a greater fence.
 func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
 	t.Parallel()
 	const ttl = 2 * time.Second
 	for _, tc := range []struct {
 		name  string
-		bound time.Duration
 		crash bool
 	}{
-		{"ShutdownDuringARun", 2 * time.Second, false},
-		{"DeadHolder", ttl + 2*time.Second, true},
+		{"ShutdownDuringARun", false},
+		{"DeadHolder", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -170,6 +183,20 @@ func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
 			waitUntilHolds(t, "a's lease renewed", func() bool { return len(evA.of(EventRenewed)) > 0 })
 			admin := srv.Client(t)
 			waitUntilHolds(t, "both replicas subscribed to the control channel", func() bool { return subscribers(t, admin) >= 2 })
+			// What the control channel carries from here on.
+			observer, err := redislease.New(admin)
+			require.NoError(t, err)
+			announced := make(chan fleet.Message, 64)
+			stopObserving, err := observer.Subscribe(t.Context(), func(m fleet.Message) {
+				if m.Kind == fleet.MessageOpen && m.Replica == "" { // a release's, not an index reader's
+					select {
+					case announced <- m:
+					default:
+					}
+				}
+			})
+			require.NoError(t, err)
+			t.Cleanup(stopObserving)
 
 			if tc.crash {
 				proxy.Blackhole()
@@ -178,13 +205,24 @@ func TestScheduler_Completion_RealRedisResumes(t *testing.T) {
 			}
 			cut := time.Now()
 			second := waitRun(t, log)
-			took := time.Since(cut)
+			t.Logf("resumed %s after the cut", time.Since(cut).Round(time.Millisecond))
 
 			assert.Equal(t, "b", second.Replica)
 			assert.Equal(t, 2, second.Attempt)
 			assert.True(t, second.Occurrence.Equal(first.Occurrence))
 			assert.Greater(t, second.Fence, first.Fence)
-			assert.LessOrEqual(t, took, tc.bound, "resumed within %s", tc.bound)
+			if !tc.crash {
+				// a's release announced the open occurrence (an index
+				// reader's announcement names its replica; a release's does
+				// not), for the replicas that have the job to resume at once.
+				select {
+				case m := <-announced:
+					assert.Equal(t, JobKeyPrefix+"nightly", m.Key)
+					assert.Equal(t, first.Occurrence.UnixMilli(), m.Round)
+				case <-time.After(redisWaitBound):
+					t.Error("a's release did not announce the open occurrence on the control channel")
+				}
+			}
 			waitUntilHolds(t, "b's attempt ended", func() bool { return b.Stats().Succeeded == 1 })
 			assert.Equal(t, 1, fx.count(), "the effect committed once")
 			if !tc.crash {

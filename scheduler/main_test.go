@@ -11,16 +11,15 @@ import (
 // serverTests, and testutil fails one whose name does not match.
 const serverTests = "Redis"
 
-// TestMain leaves go test's -parallel at its default (GOMAXPROCS): the
-// parallel tests are the tests on a real redis-server, all but
-// TestScheduler_BufferOne_RunsBackToBackAcrossReplicasOnRedis (see there),
-// and several bound on the real clock how soon the scheduler acts (a
-// resume within the TTL plus 2s, TestScheduler_Completion_RealRedisResumes).
-// Four per CPU (testutil.RaiseParallel) beside the Redis store's parallel
-// tests and a busy core took that resume to 4.41s once, in the suite's
-// Valkey step. The tests that compute (the synctest bubbles) are serial,
-// and run before them.
+// TestMain lets four tests per CPU run at once (testutil.RaiseParallel),
+// unless -parallel is given: the parallel tests are the tests on a real
+// redis-server, which wait on it and on the real clock far more than they
+// compute, and none of them bounds how soon the scheduler acts on that
+// clock (their synctest twins assert the timing, on the bubble's clock).
+// The tests that compute (the synctest bubbles) are serial, and run
+// before them.
 func TestMain(m *testing.M) {
 	testutil.SelectServerTests(serverTests)
+	testutil.MustRaiseParallel(4)
 	testutil.VerifyTestMain(m)
 }
