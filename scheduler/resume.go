@@ -26,8 +26,9 @@ import (
 //   - A run with attempts indexes its occurrence when it starts, at its
 //     lease's expiry (plus lease.ExpiryTolerance): if its replica dies
 //     without releasing, the entry comes due when the lease is no longer
-//     live, and another replica resumes the occurrence within TTL +
-//     2*resumePoll.
+//     live, and another replica resumes the occurrence at the next read:
+//     within TTL + lease.ExpiryTolerance + resumePoll (TTL + 2s) of the
+//     holder's last renewal, plus the time the replicas take to act.
 //   - A claim that finds the lease still live (the run goes on, renewed)
 //     or the backoff not passed moves the entry to when it may be taken.
 //   - An entry past its deadline is given up by the replica that reads
