@@ -359,9 +359,10 @@ const (
 	// occurrences for the fleet when an entry is due; read by the replicas
 	// that have the job).
 	MessageOpen MessageKind = "open"
-	// MessageUnclaimed: Key's occurrence Round was left unclaimed by the
-	// replica preferred for it, which cannot run it (its earlier run of
-	// the job still executes there, no longer renewing its lease); the
+	// MessageUnclaimed: Key's occurrence Round was left unclaimed by a
+	// replica chosen for it (its first choice or its backup), which cannot
+	// run it (its earlier run of the job still executes there, no longer
+	// renewing its lease); the
 	// replicas that have the job claim it at once (published and read by
 	// the scheduler).
 	MessageUnclaimed MessageKind = "unclaimed"

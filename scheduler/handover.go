@@ -8,12 +8,14 @@ import (
 )
 
 // handOver announces on the control channel that occurrence f of j, which
-// this replica is preferred for, is left unclaimed: the job's earlier run
-// still executes here without renewing its lease, so this replica cannot
-// run it. Every replica that has the job and is idle claims it at once
-// (job.unclaimedFiring); the round lets one of them run it. Without it,
-// the occurrence waits for the backup's grace, and runs nowhere when the
-// backup is gone before its registry entry lapsed.
+// this replica is chosen for (its first choice or its backup), is left
+// unclaimed here: the job's earlier run still executes here without
+// renewing its lease, so this replica cannot run it. Every replica that
+// has the job and is idle claims it at once (job.unclaimedFiring); the
+// round lets one of them run it. Without it, the occurrence runs nowhere
+// when the other chosen replica is gone or stalled before its registry
+// entry lapsed (and, from a first choice, waits for the backup's grace
+// otherwise).
 func (s *Scheduler) handOver(j *job, f firing) {
 	fs, ok := s.store.(fleet.Store)
 	if !ok {

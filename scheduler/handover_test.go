@@ -42,18 +42,40 @@ func (c crashedStore) Publish(ctx context.Context, m fleet.Message) error {
 	return c.Store.Publish(ctx, m)
 }
 
-// A preferred replica whose earlier run of a job still executes, its
-// lease lost, cannot run the job's next occurrence: it hands it over on
-// the control channel, and another replica runs it at once, even when the
-// backup is gone (a replica still in the views, as a crashed one is until
-// its registry entry lapses).
-func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.T) {
+// A replica whose earlier run of a job still executes, its lease lost,
+// cannot run the job's next occurrence. When it is the occurrence's first
+// choice, or its backup while the first choice is gone (a replica still in
+// the views, as a crashed or stopped one is until its registry entry
+// lapses), it hands the occurrence over on the control channel, and the
+// third replica runs it at once; otherwise nobody would: the first choice
+// does not claim, the backup skips it as running here, and the third is
+// chosen for nothing. Found by the fault run of seed 20261241: the first
+// choice r1 was stopped (SIGSTOP) 32ms before the occurrence, its backup
+// r3 still ran the job's earlier occurrence after a rollback took its
+// lease, and r2 did nothing.
+func TestScheduler_HandOver_AnOccurrenceItsChosenReplicaCannotRun(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, backup string // of the second occurrence
+	}{
+		{"FirstChoice", "a", "gone"},
+		{"BackupWhileTheFirstChoiceIsGone", "gone", "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { handOverScenario(t, tc.first, tc.backup) })
+	}
+}
+
+// handOverScenario runs a job on replicas a, c and gone, whose first
+// occurrence from 20s on is a's, and whose second has first choice first
+// and backup backup. a's run of the first occurrence ignores its context
+// past the second occurrence, its lease lost at its first renewal; gone
+// stops before the first occurrence, its registry entry left behind. c
+// must run the second occurrence.
+func handOverScenario(t *testing.T, first, backup string) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "c", "gone"}
 		firstOcc := time.Now().Truncate(time.Second).Add(20 * time.Second)
-		// A job whose two occurrences from firstOcc are a's, with "gone"
-		// the backup of the second.
 		name := ""
 		for k := 0; k < 5000 && name == ""; k++ {
 			n := fmt.Sprintf("j%d", k)
@@ -61,7 +83,7 @@ func TestScheduler_HandOver_AnOccurrenceThePreferredReplicaCannotRun(t *testing.
 			h := fnv1a(fnvOffset, "job:"+n)
 			f0, _ := rank(c.seeds, h, firstOcc.UnixMilli())
 			f1, s1 := rank(c.seeds, h, firstOcc.Add(time.Second).UnixMilli())
-			if c.ids[f0] == "a" && c.ids[f1] == "a" && c.ids[s1] == "gone" {
+			if c.ids[f0] == "a" && c.ids[f1] == first && c.ids[s1] == backup {
 				name = n
 			}
 		}

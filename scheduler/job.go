@@ -374,12 +374,18 @@ func (j *job) offer(as *acts, f firing) {
 		// occurrence, so it must not claim it (a claimed occurrence is
 		// skipped by every other replica and never reported missed).
 		as.add(act{kind: actSkip, f: f, reason: SkipRunning})
-		if st.run.unrenewed.Load() && j.s.view.Load().role(j.key, f.ms) == roleFirst {
+		if st.run.unrenewed.Load() && chosen(j.s.view.Load().role(j.key, f.ms)) {
 			// That run no longer renews its lease (lost, or past its
 			// timeout): the lease is gone or going, and the occurrence
-			// is for another replica to run. The backup would claim it
-			// after its grace; if it is gone too (its registry entry
-			// has not lapsed yet), nobody would. Tell them all.
+			// is for another replica to run. As its first choice, this
+			// replica leaves it to the backup, which claims it after its
+			// grace, unless the backup is gone too (its registry entry
+			// has not lapsed yet); as its backup, to the first choice,
+			// unless that one is gone or stalled. Then nobody would run
+			// it, the third replica being chosen for nothing: tell them
+			// all. (A healthy first choice still claims it first: the
+			// others hear of it a publish later, and the round lets one
+			// run it.)
 			as.add(act{kind: actHandOver, f: f})
 		}
 	default:

@@ -196,6 +196,10 @@ func (v *fleetView) ownOffset() time.Duration {
 // a trigger) of the job with key.
 func (v *fleetView) role(key string, ms int64) role { return v.choose(key, ms).role }
 
+// chosen reports whether r is a role the occurrence counts on to claim it:
+// its first choice or its backup.
+func chosen(r role) bool { return r == roleFirst || r == roleBackup }
+
 // choice is this replica's role for one occurrence, and which replica is
 // its first choice (none with roleRace).
 type choice struct {
