@@ -57,21 +57,28 @@ func TestScheduler_HandOver_AnOccurrenceItsChosenReplicaCannotRun(t *testing.T) 
 	for _, tc := range []struct {
 		name          string
 		first, backup string // of the second occurrence
+		overlap       OverlapPolicy
 	}{
-		{"FirstChoice", "a", "gone"},
-		{"BackupWhileTheFirstChoiceIsGone", "gone", "a"},
+		{"FirstChoice", "a", "gone", OverlapSkip},
+		{"BackupWhileTheFirstChoiceIsGone", "gone", "a", OverlapSkip},
+		// With OverlapBufferOne the occurrence waits for the run here to
+		// end, which outlasts its wait (to 0.1s before the next
+		// occurrence): without the hand-over, its wait ends unclaimed.
+		{"FirstChoice/BufferOne", "a", "gone", OverlapBufferOne},
+		{"BackupWhileTheFirstChoiceIsGone/BufferOne", "gone", "a", OverlapBufferOne},
 	} {
-		t.Run(tc.name, func(t *testing.T) { handOverScenario(t, tc.first, tc.backup) })
+		t.Run(tc.name, func(t *testing.T) { handOverScenario(t, tc.first, tc.backup, tc.overlap) })
 	}
 }
 
-// handOverScenario runs a job on replicas a, c and gone, whose first
-// occurrence from 20s on is a's, and whose second has first choice first
-// and backup backup. a's run of the first occurrence ignores its context
-// past the second occurrence, its lease lost at its first renewal; gone
-// stops before the first occurrence, its registry entry left behind. c
-// must run the second occurrence.
-func handOverScenario(t *testing.T, first, backup string) {
+// handOverScenario runs a job with overlap policy overlap on replicas a, c
+// and gone, whose first occurrence from 20s on is a's, and whose second
+// has first choice first and backup backup. a's run of the first
+// occurrence ignores its context past the second occurrence's wait, its
+// lease lost at its first renewal; gone stops before the first
+// occurrence, its registry entry left behind. c must run the second
+// occurrence.
+func handOverScenario(t *testing.T, first, backup string, overlap OverlapPolicy) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "c", "gone"}
@@ -93,7 +100,7 @@ func handOverScenario(t *testing.T, first, backup string) {
 		ran := newRanBy(t)
 		job := func(ctx context.Context) error {
 			if r, _ := RunFromContext(ctx); r.Occurrence.Equal(firstOcc) {
-				time.Sleep(1500 * time.Millisecond) // ignores its context, past the second occurrence
+				time.Sleep(2500 * time.Millisecond) // ignores its context, past the second occurrence and its wait
 			}
 			return ran.record(ctx)
 		}
@@ -107,7 +114,7 @@ func handOverScenario(t *testing.T, first, backup string) {
 				st = crashedStore{store} // leaves its registry entry behind
 			}
 			s := newScheduler(t, st, WithInstanceID(id), WithRegistryRefresh(time.Hour))
-			require.NoError(t, s.Register(name, Every(time.Second), job, WithTTL(time.Second)))
+			require.NoError(t, s.Register(name, Every(time.Second), job, WithTTL(time.Second), WithOverlap(overlap)))
 			require.NoError(t, s.Start())
 			scheds = append(scheds, s)
 		}
@@ -116,7 +123,7 @@ func handOverScenario(t *testing.T, first, backup string) {
 		for _, s := range scheds[:2] {
 			setView(s, ids, "job:"+name) // as the next read of the registry gives it
 		}
-		time.Sleep(time.Until(second) + 500*time.Millisecond)
+		time.Sleep(time.Until(second) + 1200*time.Millisecond) // past the second occurrence's wait (OverlapBufferOne)
 		for _, s := range scheds[:2] {
 			require.Len(t, s.view.Load().jobs["job:"+name].ids, 3, "gone is still in %s's view", s.cfg.instanceID)
 		}

@@ -366,6 +366,7 @@ func (j *job) offer(as *acts, f firing) {
 		// claim now would win an occurrence this replica cannot run yet.
 		st.claiming, st.claim, st.forRun = true, f, true
 		as.add(act{kind: actNote, f: f, msg: "occurrence waits for the job's run here to end (overlap policy: buffer one)"})
+		j.handOverIfUnrenewed(as, f) // the run here may outlast the wait
 	case st.run != nil && f.early:
 		// It may end before the occurrence is due: look again then.
 		as.add(act{kind: actRefire, f: f})
@@ -374,22 +375,28 @@ func (j *job) offer(as *acts, f firing) {
 		// occurrence, so it must not claim it (a claimed occurrence is
 		// skipped by every other replica and never reported missed).
 		as.add(act{kind: actSkip, f: f, reason: SkipRunning})
-		if st.run.unrenewed.Load() && chosen(j.s.view.Load().role(j.key, f.ms)) {
-			// That run no longer renews its lease (lost, or past its
-			// timeout): the lease is gone or going, and the occurrence
-			// is for another replica to run. As its first choice, this
-			// replica leaves it to the backup, which claims it after its
-			// grace, unless the backup is gone too (its registry entry
-			// has not lapsed yet); as its backup, to the first choice,
-			// unless that one is gone or stalled. Then nobody would run
-			// it, the third replica being chosen for nothing: tell them
-			// all. (A healthy first choice still claims it first: the
-			// others hear of it a publish later, and the round lets one
-			// run it.)
-			as.add(act{kind: actHandOver, f: f})
-		}
+		j.handOverIfUnrenewed(as, f)
 	default:
 		j.startClaim(as, f)
+	}
+}
+
+// handOverIfUnrenewed hands occurrence f over to the replicas that have
+// the job (actHandOver) when the job's run here, which keeps this replica
+// from running f now, no longer renews its lease (lost, or past its
+// timeout) and this replica is chosen for f. The lease is gone or going,
+// and f is for another replica to run. As its first choice, this replica
+// leaves it to the backup, which claims it after its grace, unless the
+// backup is gone too (its registry entry has not lapsed yet); as its
+// backup, to the first choice, unless that one is gone or stalled. Then
+// nobody would run it, the third replica being chosen for nothing: tell
+// them all. A healthy first choice still claims it first (the others hear
+// of it a publish later), and the round lets one run it; with
+// OverlapBufferOne this replica's own claim, after its run here, is one
+// of them.
+func (j *job) handOverIfUnrenewed(as *acts, f firing) {
+	if j.st.run.unrenewed.Load() && chosen(j.s.view.Load().role(j.key, f.ms)) {
+		as.add(act{kind: actHandOver, f: f})
 	}
 }
 
