@@ -365,8 +365,9 @@ func TestScheduler_Completion_DuplicateIsSuccess(t *testing.T) {
 }
 
 // WithRetry: a job that fails twice and then succeeds runs three attempts
-// of one occurrence, on whichever replica, each after the backoff; a job
-// that always fails is given up once, after its last attempt.
+// of one occurrence, on whichever replica, each after the backoff and
+// within a read of the fleet's index after it; a job that always fails is
+// given up once, after its last attempt.
 func TestScheduler_Completion_RetryFailures(t *testing.T) {
 	const wait = 10 * time.Second
 	for _, tc := range []struct {
@@ -412,6 +413,7 @@ func TestScheduler_Completion_RetryFailures(t *testing.T) {
 					assert.True(t, a.run.Occurrence.Equal(all[0].run.Occurrence))
 					if i > 0 {
 						assert.GreaterOrEqual(t, a.at.Sub(all[i-1].ended), wait, "attempt %d waited the backoff", i+1)
+						assert.LessOrEqual(t, a.at.Sub(all[i-1].ended), wait+resumePoll, "attempt %d started within a read of the index after the backoff", i+1)
 						assert.Greater(t, a.run.Fence, all[i-1].run.Fence)
 					}
 				}

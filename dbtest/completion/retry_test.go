@@ -40,9 +40,10 @@ func retryBackoff() backoff.BackOff {
 // A nightly job that fails twice and then succeeds, with WithRetry(3, ...),
 // on three replicas of one redis-server: three attempts, one success, and
 // the effect once. Each attempt starts no earlier than the backoff after
-// the end of the one before (the history's times, the store's clock), and
-// not much later either: the replicas read the index of open occurrences
-// every second.
+// the end of the one before (the history's times, the store's clock). How
+// soon after it (within a read of the index of open occurrences, every
+// second) is scheduler's TestScheduler_Completion_RetryFailures's to
+// assert, on the bubble's clock; here the gaps are logged.
 func TestCompletion_WithRetry_FailsTwiceThenSucceeds(t *testing.T) {
 	srv := testutil.StartRedis(t)
 	fs := newFleetStore(t, srv)
@@ -91,7 +92,6 @@ func TestCompletion_WithRetry_FailsTwiceThenSucceeds(t *testing.T) {
 		t.Logf("attempt %d (on %s) started %s after attempt %d (on %s) ended; backoff %s",
 			k+1, r.Replica, gap, k, runs[k-1].Replica, wait)
 		assert.GreaterOrEqual(t, gap, wait, "attempt %d waited for the backoff", k+1)
-		assert.LessOrEqual(t, gap, wait+time.Second+schedulingMargin, "attempt %d started within a read of the index after the backoff", k+1)
 	}
 }
 
