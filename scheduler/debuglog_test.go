@@ -47,7 +47,7 @@ func (d *debugLog) logger(replica string) *slog.Logger {
 
 // subscribers returns how many subscriptions the channels of c's server
 // have (PUBSUB CHANNELS, then PUBSUB NUMSUB).
-func subscribers(t *testing.T, c rueidis.Client) int {
+func subscribers(t testing.TB, c rueidis.Client) int {
 	t.Helper()
 	ctx := context.Background()
 	chans, err := c.Do(ctx, c.B().PubsubChannels().Build()).AsStrSlice()

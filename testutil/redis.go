@@ -53,10 +53,8 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 		if err != nil {
 			t.Fatalf("testutil: free port: %v", err)
 		}
-		r := newRedis(t, bin, port, args)
-		err = r.start()
+		r, err := launch(t, bin, port, args)
 		if err == nil {
-			t.Cleanup(r.Stop)
 			return r
 		}
 		if !errors.Is(err, errPortTaken) || attempt == portAttempts {
@@ -79,18 +77,22 @@ var errPortTaken = errors.New("the port was taken by another process")
 // startRedisOn is StartRedis on a port the caller chose.
 func startRedisOn(t testing.TB, port int, args ...string) *Redis {
 	t.Helper()
-	r := newRedis(t, serverBinary(t), port, args)
-	if err := r.start(); err != nil {
+	r, err := launch(t, serverBinary(t), port, args)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.Stop)
 	return r
 }
 
-// newRedis returns the Redis of a server on port, not started, in a new
-// temporary directory.
-func newRedis(t testing.TB, bin string, port int, args []string) *Redis {
-	return &Redis{t: t, Dir: t.TempDir(), bin: bin, args: args, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+// launch starts server binary bin on port, in a new temporary directory,
+// and stops it when the test ends.
+func launch(t testing.TB, bin string, port int, args []string) (*Redis, error) {
+	r := &Redis{t: t, Dir: t.TempDir(), bin: bin, args: args, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	t.Cleanup(r.Stop)
+	return r, nil
 }
 
 func (r *Redis) start() error {
