@@ -120,7 +120,8 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // GivenUpError is the error a resume (WithResume) returns when its
-// occurrence has no attempt left or its deadline has passed. The store
+// occurrence has no attempt left, its deadline has passed, or a later round
+// was recorded while it was open (Superseded). The store
 // marks the occurrence given up in the same step, so First is true for
 // exactly one caller: the one that should report it.
 // errors.Is(err, ErrGivenUp) is true for it.
@@ -128,6 +129,10 @@ type GivenUpError struct {
 	Round   int64 // the occurrence's round
 	Attempt int   // the last attempt made
 	First   bool  // this call marked the occurrence given up
+	// Superseded is set when a later round was recorded while the
+	// occurrence was open: no attempt can claim it any more, whatever
+	// attempts and time it had left (see WithResume).
+	Superseded bool
 }
 
 // Error says which occurrence was given up after how many attempts.

@@ -159,12 +159,15 @@ func WithAttempts(a Attempts) AcquireOption {
 // be the key's last claimed round: it succeeds only if the round's
 // completion record says the occurrence is open (released open, or running
 // with no live lease: its holder died), attempts remain, its deadline has
-// not passed and its backoff has. Its answers, in order of checks: ErrPaused
-// (with WithPauseCheck), ErrRoundClaimed (another round, or the occurrence
-// done or given up), *LockedError (a live lease holds the key),
-// *GivenUpError (no attempt remains or the deadline passed; the store marks
-// the occurrence given up in the same step), *NotDueError (its backoff has
-// not passed). A success issues a new, greater fence, with Lease.Round and
+// not passed and its backoff has. Its answers, in order of checks:
+// ErrPaused (with WithPauseCheck); ErrRoundClaimed (no completion record of
+// round, no claimed round at or after it, or the occurrence done or given
+// up); *LockedError (a live lease holds the key); *GivenUpError (no attempt
+// remains, the deadline passed, or, with GivenUpError.Superseded, a later
+// round was recorded while the occurrence was open: a round refused as
+// paused, or one claimed without WithAttempts; the store marks the
+// occurrence given up in the same step); *NotDueError (its backoff has not
+// passed). A success issues a new, greater fence, with Lease.Round and
 // Lease.PrevRound equal to round and Lease.Attempt the next attempt. It
 // combines with WithOwner and WithPauseCheck only; round must be positive.
 func WithResume(round int64) AcquireOption {

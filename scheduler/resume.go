@@ -100,7 +100,10 @@ func (s *Scheduler) resumeAnswered(j *job, f firing, err error) {
 	)
 	switch {
 	case errors.As(err, &gu):
-		if gu.First {
+		switch {
+		case gu.First && gu.Superseded:
+			s.givenUp(j, j.name, occ, gu.Attempt, "a later occurrence was claimed or skipped while it was open")
+		case gu.First:
 			s.givenUp(j, j.name, occ, gu.Attempt, "out of attempts or of time")
 		}
 		s.unindex(j, f.ms, deadline)

@@ -351,3 +351,59 @@ func testCompletionSupersededByTrigger(t *testing.T, env Env) {
 	assert.Equal(t, lease.Superseded{Round: round, Attempt: 2}, *sup)
 	assert.Nil(t, trigger().Superseded, "given up once")
 }
+
+// testCompletionSupersededWhilePaused: a paused key records the rounds it
+// refuses (testPause), so an occurrence still open when a later round is
+// recorded so can never be claimed again. The resume that finds it so
+// gives it up and reports it (lease.GivenUpError with Superseded), once,
+// with a "given_up" entry on the job's history, rather than answer
+// ErrRoundClaimed and leave it open, never attempted nor given up. An
+// attempt that still holds its live lease is left to end first.
+func testCompletionSupersededWhilePaused(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:completion-superseded-while-paused"
+	skipPaused := func(round int64) {
+		t.Helper()
+		require.NoError(t, env.Store.SetPause(ctx, key, fleet.Pause{By: "ops"}))
+		_, err := env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRound(round))
+		require.ErrorIs(t, err, lease.ErrPaused)
+		_, err = env.Store.ClearPause(ctx, key)
+		require.NoError(t, err)
+	}
+	requireSuperseded := func(round int64, attempt int) {
+		t.Helper()
+		_, err := env.Store.Acquire(ctx, key, ttl, lease.WithResume(round), lease.WithPauseCheck())
+		require.ErrorIs(t, err, lease.ErrGivenUp, "round %d was open when a later round was recorded", round)
+		var gu *lease.GivenUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, lease.GivenUpError{Round: round, Attempt: attempt, First: true, Superseded: true}, *gu)
+		_, err = env.Store.Acquire(ctx, key, ttl, lease.WithResume(round), lease.WithPauseCheck())
+		require.ErrorIs(t, err, lease.ErrRoundClaimed, "given up once")
+		require.NotErrorIs(t, err, lease.ErrGivenUp, "given up once")
+		ok, err := env.Store.GiveUp(ctx, key, round)
+		require.NoError(t, err)
+		assert.False(t, ok, "the resume gave it up")
+		runs, _, err := env.Store.History(ctx, key, 0, 1)
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		assert.Equal(t, fleet.OutcomeGivenUp, runs[0].Outcome)
+		assert.Equal(t, attempt, runs[0].Attempt)
+		assert.True(t, runs[0].Occurrence.Equal(time.UnixMilli(round)))
+	}
+
+	// Released open, then a later round refused as paused.
+	l := withAttempts(t, env, key, 800, 3)
+	release(t, env, l, fleet.CloseOpen, 0)
+	skipPaused(801)
+	requireSuperseded(800, 1)
+
+	// Running, its lease live, when the later round is recorded: the
+	// attempt goes on, and its occurrence is given up once it ends open.
+	l = withAttempts(t, env, key, 900, 3)
+	skipPaused(901)
+	_, err := env.Store.Acquire(ctx, key, ttl, lease.WithResume(900))
+	var locked *lease.LockedError
+	require.ErrorAs(t, err, &locked, "the attempt still holds its lease")
+	release(t, env, l, fleet.CloseOpen, 0)
+	requireSuperseded(900, 1)
+}

@@ -64,6 +64,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Completion/CloseValidation", testCompletionCloseValidation},
 		{"Completion/DeadHolder", testCompletionDeadHolder},
 		{"Completion/SupersededByTrigger", testCompletionSupersededByTrigger},
+		{"Completion/SupersededWhilePaused", testCompletionSupersededWhilePaused},
 	}
 	var wg sync.WaitGroup
 	for _, tt := range tests {

@@ -26,9 +26,9 @@
 --
 -- Returns, in this order of checks:
 --   {-6}                                    the key is paused (KEYS[7] given)
---   {-3}                                    the round record is not ARGV[6], the
---                                           completion record is another round's, or
---                                           the occurrence is done or given up
+--   {-3}                                    the round record is absent or before
+--                                           ARGV[6], the completion record is another
+--                                           round's, or the occurrence is done or given up
 --   {0, remainingMs}                        a live lease holds the key
 -- An attempt left running by a holder that died (state r, no live lease)
 -- gets an "interrupted" entry on the history first: no replica recorded its
@@ -37,6 +37,8 @@
 --   {-10, attempt}                          no attempt remains or the deadline has
 --                                           passed: marked given up now (this call),
 --                                           a "given_up" entry pushed on the history
+--   {-10, attempt, 1}                       the same, because the round record is a
+--                                           later round than ARGV[6] (superseded)
 --   {-11, remainingMs}                      the backoff has not passed (>= 1)
 --   {1, fence, expiresAtMs, acquiredAtMs, attempt, deadlineMs, max}
 --                                           acquired as attempt "attempt"
@@ -65,7 +67,15 @@ else
   v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
 end
 if v[5] then return {-6} end
-if v[3] ~= ARGV[6] then return {-3} end
+-- A later round recorded while the occurrence was open (a round refused as
+-- paused, or claimed without attempts) superseded it: it is given up below
+-- rather than left open, never attempted again nor given up.
+local sup
+if v[3] ~= ARGV[6] then
+  local last = tonumber(v[3] or '')
+  if not last or last < ARGV[6] + 0 then return {-3} end
+  sup = 1
+end
 local rec = v[4]
 if not rec then return {-3} end
 local r, a, st, nb, dl, mx = string.match(rec, '^(%d+)|(%d+)|(%a)|(%d+)|(%d+)|(%d+)$')
@@ -96,7 +106,7 @@ if st == 'r' then
   dead = string.format(
     '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"interrupted","error":"%s"}', r, a, now, DEAD_HOLDER)
 end
-if a >= mx or now >= dl then
+if sup or a >= mx or now >= dl then
   redis.call('SET', KEYS[5], string.format('%s|%d|g|%d|%d|%d', r, a, nb, dl, mx))
   local gone = string.format(
     '{"occurrence":%s,"owner":"","attempt":%d,"fence":0,"startedAt":%d,"durationMs":0,"outcome":"given_up"}', r, a, now)
@@ -109,6 +119,7 @@ if a >= mx or now >= dl then
     n = redis.pcall('LPUSH', KEYS[6], gone)
   end
   if type(n) == 'number' and n > ARGV[8] + 0 then redis.call('LTRIM', KEYS[6], '0', ARGV[7]) end
+  if sup then return {-10, a, 1} end
   return {-10, a}
 end
 if dead then

@@ -131,7 +131,9 @@ func testCompletionResumeAfterExpiry(t *testing.T, env Env) {
 }
 
 // testCompletionResumeClaimed: nothing to resume without a record of the
-// round, for another round, or once a newer round was claimed.
+// round, for another round, or once a newer round was claimed; an
+// occurrence still open when a newer round was claimed without attempts
+// is given up by the resume that finds it so.
 func testCompletionResumeClaimed(t *testing.T, env Env) {
 	ctx := t.Context()
 	key := testKey(t, "k")
@@ -152,6 +154,13 @@ func testCompletionResumeClaimed(t *testing.T, env Env) {
 	}
 	l = acquire(t, env, key, longTTL, lease.WithRound(42)) // a newer round, without attempts
 	require.NoError(t, env.Store.Release(ctx, l.ID))
+	// Round 41 was left open (a plain release) and can never be claimed
+	// again: the resume that finds it so gives it up, once.
+	_, err = env.Store.Acquire(ctx, key, longTTL, lease.WithResume(41))
+	requireGivenUp(t, err, 41, 1)
+	var gu *lease.GivenUpError
+	require.ErrorAs(t, err, &gu)
+	assert.True(t, gu.Superseded, "given up because round 42 was recorded")
 	_, err = env.Store.Acquire(ctx, key, longTTL, lease.WithResume(41))
 	require.ErrorIs(t, err, lease.ErrRoundClaimed, "round 41 is no longer the last claimed round")
 	requireLockedState(t, env, key, false, "a refused resume takes nothing")

@@ -127,16 +127,20 @@ func (s *Store) recordAttempts(ks *keyState, round int64, a lease.Attempts, now 
 func (s *Store) acquireResume(key string, ks *keyState, ttl time.Duration, o lease.AcquireOptions, now, sent time.Time) (*lease.Lease, error) {
 	const op = "acquire"
 	c := ks.completion
-	if ks.round != o.Resume || c == nil || c.round != o.Resume || c.state == stateDone || c.state == stateGivenUp {
+	if ks.round < o.Resume || c == nil || c.round != o.Resume || c.state == stateDone || c.state == stateGivenUp {
 		return nil, opError(op, fmt.Errorf("%w: round %d has no open occurrence to resume", lease.ErrRoundClaimed, o.Resume))
 	}
+	// A later round recorded while the occurrence was open (a round refused
+	// as paused, or claimed without attempts) superseded it: it can never
+	// be claimed again, so it is given up here rather than left open.
+	superseded := ks.round > o.Resume
 	if live(ks.cur, now) {
 		return nil, &lease.LockedError{Remaining: ks.cur.expiresAt.Add(lease.ExpiryTolerance).Sub(now)}
 	}
 	s.recordDead(ks, c, now)
-	if c.exhausted(now) {
+	if superseded || c.exhausted(now) {
 		s.giveUp(ks, c, "", now)
-		return nil, opError(op, &lease.GivenUpError{Round: c.round, Attempt: c.attempt, First: true})
+		return nil, opError(op, &lease.GivenUpError{Round: c.round, Attempt: c.attempt, First: true, Superseded: superseded})
 	}
 	if now.Before(c.notBefore) {
 		return nil, opError(op, &lease.NotDueError{Remaining: c.notBefore.Sub(now)})

@@ -198,8 +198,8 @@ func (s *Store) acquireResume(ctx context.Context, ks keyset, ik, id string, ttl
 		return nil, opErr(op, keyName(ks), lease.ErrPaused)
 	case r.is(codeClaimed):
 		return nil, opErr(op, keyName(ks), fmt.Errorf("%w: round %d has no open occurrence to resume", lease.ErrRoundClaimed, o.Resume))
-	case r.n == 2 && v[0] == codeGivenUp:
-		return nil, opErr(op, keyName(ks), &lease.GivenUpError{Round: o.Resume, Attempt: int(v[1]), First: true})
+	case (r.n == 2 || r.n == 3) && v[0] == codeGivenUp:
+		return nil, opErr(op, keyName(ks), &lease.GivenUpError{Round: o.Resume, Attempt: int(v[1]), First: true, Superseded: r.n == 3 && v[2] == 1})
 	case r.n == 2 && v[0] == codeNotDue:
 		return nil, opErr(op, keyName(ks), &lease.NotDueError{Remaining: time.Duration(max(v[1], 1)) * time.Millisecond})
 	case r.is(codeUnreadable):
