@@ -140,5 +140,5 @@ func (s *Scheduler) reopen(r *run) (triggers int) {
 	if released && st.Close != fleet.CloseDone {
 		s.afterClose(r, st)
 	}
-	return triggers
+	return s.triggersAfter(released, triggers)
 }

@@ -42,10 +42,36 @@ func (s *Scheduler) finish(r *run, end *exit) {
 }
 
 // ended tells the job's owner that r ended, with the triggers its release
-// found waiting, and signals the run's end (Shutdown waits for it).
+// found waiting (or triggersUnknown, triggersUnread), and signals the run's
+// end (Shutdown waits for it).
 func (s *Scheduler) ended(r *run, triggers int) {
-	r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
+	in := input{kind: inRunEnded, run: r, n: triggers}
+	if triggers == triggersUnknown {
+		in.live = r.deadline.Load().Add(lease.ExpiryTolerance).Sub(s.storeClock.Now())
+	}
+	r.job.deliver(in)
 	close(r.done)
+}
+
+// What a run's end reports of the triggers that wait for its job when the
+// store did not say, with a control plane: a trigger queued behind the
+// run's lease is then told of to no replica, so the job asks for one
+// (job.go): once the lease can no longer be live when the release failed
+// (triggersUnknown), at once when the lease was released but the triggers
+// could not be counted (triggersUnread).
+const (
+	triggersUnknown = -1
+	triggersUnread  = -2
+)
+
+// triggersAfter returns what a run's end reports of the triggers that wait
+// for its job: n, as its release counted them, or triggersUnknown when the
+// release failed and the fleet has triggers (a control plane).
+func (s *Scheduler) triggersAfter(released bool, n int) int {
+	if !released && s.control != nil {
+		return triggersUnknown
+	}
+	return n
 }
 
 // finishUncalled ends a run whose job was not called: its heartbeat did
@@ -89,7 +115,7 @@ func (s *Scheduler) finishUncalled(r *run, end *exit) (triggers int) {
 func (s *Scheduler) releaseUncalled(r *run) (triggers int) {
 	released, _ := s.release(r, nil)
 	if !released {
-		return 0
+		return s.triggersAfter(false, 0)
 	}
 	if r.attempts.Max > 0 {
 		s.index(r.job, r.lease.Round, r.attempts.Deadline, s.storeClock.Now())
@@ -110,9 +136,9 @@ func (s *Scheduler) waitingTriggers(j *job, ttl time.Duration) int {
 	defer cancel()
 	n, err := fs.PendingTriggers(ctx, j.key)
 	if err != nil {
-		s.log.Debug("could not look for triggers that wait for the job; they run after its next run instead",
+		s.log.Debug("could not look for triggers that wait for the job; asking for one again",
 			slog.String("job", j.name), slog.Any("error", err))
-		return 0
+		return triggersUnread
 	}
 	return n
 }
@@ -151,7 +177,7 @@ func (s *Scheduler) finishCalled(r *run, end *exit) (triggers int, later bool) {
 	}
 	released, n := s.release(r, &st)
 	s.afterRelease(r, st, released)
-	return n, false
+	return s.triggersAfter(released, n), false
 }
 
 // afterRelease is what follows a called run's release: its event, and
@@ -372,7 +398,7 @@ func (s *Scheduler) releaseThen(r *run, st fleet.Status) bool {
 		end := func() {
 			released, n := s.batchAnswered(r, fs, st, a, deadline)
 			s.afterRelease(r, st, released)
-			s.ended(r, n)
+			s.ended(r, s.triggersAfter(released, n))
 		}
 		if a.err == nil && quick {
 			end()

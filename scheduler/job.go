@@ -83,11 +83,12 @@ type jobState struct {
 // input is what can happen to a job.
 type input struct {
 	kind  inputKind
-	f     firing       // inFiring, inCatchUp, inClaimed, inResume
-	lease *lease.Lease // inClaimed: the lease won
-	err   error        // inClaimed: the store's answer
-	run   *run         // inRunEnded
-	n     int          // inRunEnded: triggers that wait in the store
+	f     firing        // inFiring, inCatchUp, inClaimed, inResume
+	lease *lease.Lease  // inClaimed: the lease won
+	err   error         // inClaimed: the store's answer
+	run   *run          // inRunEnded
+	n     int           // inRunEnded: triggers that wait in the store; triggersUnknown or triggersUnread when it did not say
+	live  time.Duration // inRunEnded with triggersUnknown: until the run's lease can no longer be live
 	reg   *registration
 }
 
@@ -293,8 +294,17 @@ func (j *job) transition(in input, as *acts) {
 	case inRunEnded:
 		st.run = nil
 		r := in.run
-		if in.n > 0 {
+		switch {
+		case in.n > 0:
 			st.triggerDue, st.triggerHere = true, true
+		case in.n < 0 && st.reg != nil && !st.stopping && !st.triggerRetry:
+			// The store did not say whether triggers wait (the release
+			// failed, or the count did not come): one queued behind the
+			// run's lease is told of to no replica (the release would
+			// have told this one, and the others ask again only if they
+			// heard of it). Ask once the lease can no longer be live.
+			st.triggerRetry = true
+			as.add(act{kind: actRetryTrigger, d: in.live})
 		}
 		if r.reg.catchUp > 0 {
 			if latest, ok := r.reg.plan.prev(j.s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
