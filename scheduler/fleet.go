@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/cronguard/cronguard/fleet"
@@ -46,6 +47,13 @@ type controlPlane struct {
 	stop    chan struct{}
 	done    chan struct{}
 	unsub   func()
+
+	// subscribing, while the control channel's subscription is missing
+	// after a failure, spaces the tries to make it again; subscribeAt is
+	// when the next may be made (subscribe.go). Only the control loop
+	// reads and writes them.
+	subscribing *backoff.ExponentialBackOff
+	subscribeAt time.Time
 
 	// indexFailing: the last read of the fleet's index of open
 	// occurrences failed (warned once, until a read works again). Only
@@ -256,6 +264,7 @@ func (cp *controlPlane) run() {
 			}
 		case <-poll.Chan():
 			cp.lookForOpen()
+			cp.subscribeIfDue()
 			if cp.offsetSent || !cp.s.view.Load().others() {
 				continue // neither publishes nor subscribes: that waits for the refresh
 			}
@@ -501,29 +510,6 @@ func (cp *controlPlane) report(conflicts []fleet.Conflict) {
 		}
 		cp.s.emit(j, Event{Kind: EventConflict, Job: c.Job, Conflict: c})
 	}
-}
-
-// subscribe holds the control channel's subscription, making it when it
-// is missing. A new subscription has missed whatever was announced before
-// it (triggers queued while this replica was down, or while it could not
-// subscribe; announcements that another replica joined or left since this
-// one read the registry), so it is followed by a read of the registry and
-// a look for waiting triggers (one store read per job), at start and after
-// a failed subscription only.
-func (cp *controlPlane) subscribe() {
-	if cp.unsub != nil {
-		return
-	}
-	ctx, cancel := cp.opContext()
-	defer cancel()
-	unsub, err := cp.store.Subscribe(ctx, cp.onMessage)
-	if err != nil {
-		cp.s.log.Warn("could not subscribe to the control channel; triggers arrive after the next run instead", slog.Any("error", err))
-		return
-	}
-	cp.unsub = unsub
-	cp.readFleet() // the announcements of registry changes made before it
-	cp.lookForTriggers()
 }
 
 // onMessage handles the control channel. It never waits on the store: a
