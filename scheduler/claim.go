@@ -347,6 +347,13 @@ func answer(as *acts, f firing, err error, stopping, removed bool) {
 		// the store's record decided otherwise, or could not be read: the
 		// index brings it back while it is still open (resume.go).
 		note("open occurrence not resumed here: " + lease.Class(err))
+	case f.kind == firedByCatchUp && errors.Is(err, lease.ErrPaused):
+		// A paused key records the round it refuses as handled: no later
+		// claim runs it, and one that finds it so (a buffered occurrence
+		// that waited for a run, say) hears "claimed". So the catch-up
+		// that made the store record it reports it (a scheduled firing
+		// during the pause may have too).
+		skip(SkipPaused, err)
 	case f.quiet() && (isLocked(err) || errors.Is(err, lease.ErrRoundClaimed) || errors.Is(err, lease.ErrPaused)):
 		note("nothing to catch up: the occurrence (or a later one) was claimed, the job is running, or it is paused")
 	case errors.Is(err, lease.ErrPaused):
