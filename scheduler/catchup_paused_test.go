@@ -51,7 +51,7 @@ func TestScheduler_CatchUp_RefusedAsPausedReportsTheOccurrence(t *testing.T) {
 		require.NoError(t, b.Start())
 
 		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 30*time.Second))) // 00:01:30: a runs 00:01
-		time.Sleep(time.Minute)                                                                       // 00:02:30: 00:02 waits for that run on a
+		time.Sleep(time.Minute)                                                                    // 00:02:30: 00:02 waits for that run on a
 		require.NoError(t, store.SetPause(t.Context(), "job:report", fleet.Pause{By: "ops"}))
 		require.NoError(t, b.Register("report", Every(time.Minute), job, opts...)) // its catch-up of 00:02 is refused: paused
 		synctest.Wait()

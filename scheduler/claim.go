@@ -383,17 +383,30 @@ func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 
 // giveBack releases a lease won for firing f that will not run (the job
 // was removed, or Shutdown came first), hands on a trigger that waited for
-// it, and reports the skip, if any.
+// it, puts an occurrence with attempts in the fleet's index, and reports
+// the skip, if any.
 func (s *Scheduler) giveBack(j *job, f firing, l *lease.Lease, reason SkipReason) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
 	defer cancel()
-	if err := l.Release(ctx); err != nil {
+	err := l.Release(ctx)
+	if err != nil {
 		s.log.Warn("could not give back a lease won for an occurrence not run; it expires after its TTL",
 			slog.String("job", j.name), slog.Time("occurrence", s.occ(f)), slog.Any("error", err))
 	} else if s.waitingTriggers(j, f.reg.ttl) > 0 {
 		// A trigger queued while the lease was held here waited for this
 		// release (see releaseUncalled), and this replica will not run it.
 		s.handOn(j)
+	}
+	if l.Attempts.Max > 0 {
+		// The claim recorded the occurrence's first attempt as running,
+		// and no run started to index it (resume.go): the fleet's index
+		// brings it to a replica that has the job, or gives it up past
+		// its deadline, at once, or once the lease is no longer live.
+		at := s.storeClock.Now()
+		if err != nil {
+			at = l.ExpiresAt.Add(lease.ExpiryTolerance)
+		}
+		s.index(j, l.Round, l.Attempts.Deadline, at)
 	}
 	if reason != 0 {
 		s.skip(j, s.occ(f), reason, nil)

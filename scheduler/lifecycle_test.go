@@ -513,9 +513,11 @@ func TestScheduler_Trigger_QueuedBeforeStartRuns(t *testing.T) {
 // the occurrence: the give-back reports it skipped (SkipLocked, as Remove
 // reports the occurrences it drops while they wait for the lease). With
 // attempts, the occurrence stays open for another replica to resume (or
-// for the fleet to give up at its deadline), and no skip is reported.
-// (The simulator's seed 10768 of the long mode from 9858 showed it with
-// attempts.)
+// for the fleet to give up at its deadline), and no skip is reported: the
+// give-back puts it in the fleet's index, which nothing else would (no run
+// started), so that the fleet gives it up at its deadline when no replica
+// has the job. (The simulator's seeds 10768 of the long mode from 9858
+// and 54886 of the lighter fleet showed it with attempts.)
 func TestScheduler_Remove_ReportsAnOccurrenceWhoseClaimWonAfterIt(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -539,6 +541,7 @@ func TestScheduler_Remove_ReportsAnOccurrenceWhoseClaimWonAfterIt(t *testing.T) 
 				require.NoError(t, s.Remove("report"))
 				close(gate)
 				synctest.Wait()
+				time.Sleep(time.Minute + 3*resumePoll) // past the occurrence's deadline, its next occurrence
 				shutdown(t, s)
 
 				assert.Zero(t, calls.Load(), "the removed job is not called")
@@ -548,10 +551,17 @@ func TestScheduler_Remove_ReportsAnOccurrenceWhoseClaimWonAfterIt(t *testing.T) 
 						skips = append(skips, e.Reason)
 					}
 				}
+				var givenUp []time.Time
+				for _, e := range ev.of(EventGivenUp) {
+					givenUp = append(givenUp, e.Occurrence)
+				}
 				if tc.reported {
 					assert.Equal(t, []SkipReason{SkipLocked}, skips, "the occurrence, claimed and not run, is reported")
+					assert.Empty(t, givenUp, "one attempt: no completion record")
 				} else {
 					assert.Empty(t, skips, "the occurrence stays open for another replica")
+					require.Len(t, givenUp, 1, "no replica has the job: the fleet gives the occurrence up at its deadline")
+					assert.True(t, givenUp[0].Equal(occ))
 				}
 			})
 		})
