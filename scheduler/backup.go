@@ -29,6 +29,13 @@ func (s *Scheduler) dispatch(j *job, f firing) {
 		// back a grace, it loses to a trigger another replica takes as the
 		// run's lease is released, whose round comes after it.
 		r = roleRace
+	case f.kind == firedBySchedule && f.reg != nil && oneOff(f.reg.schedule):
+		// A one-off occurrence (At) has no next one whose claim would
+		// report it missed: with its first choice and backup both gone
+		// (two replicas that died together, their registry entries not
+		// lapsed yet), it would run nowhere, unreported. Every replica
+		// that has the job claims it; the round lets one win.
+		r = roleRace
 	case f.atOnce:
 		// A trigger that waited for the run here (the release told this
 		// replica first, and the others do not look again by

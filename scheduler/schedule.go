@@ -135,6 +135,12 @@ func (e everySchedule) compile(*time.Location, time.Time) (plan, error) {
 // round is t in Unix milliseconds, so t is truncated to the millisecond.
 func At(t time.Time) Schedule { return atSchedule{t: t} }
 
+// oneOff reports whether s has a single occurrence (At).
+func oneOff(s Schedule) bool {
+	_, ok := s.(atSchedule)
+	return ok
+}
+
 type atSchedule struct{ t time.Time }
 
 func (a atSchedule) String() string { return fmt.Sprintf("at(%s)", a.t.Format(time.RFC3339Nano)) }
