@@ -558,6 +558,11 @@ func (w *world) finish() {
 	for deadline := time.Now().Add(time.Hour); w.running.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Second)
 	}
+	// A job that outlived its replica's Shutdown releases its lease when
+	// it returns, retrying for up to scheduler.MaxCleanup against a store
+	// its replica may no longer reach (a crash): the bubble ends once
+	// those tries have.
+	time.Sleep(scheduler.MaxCleanup + time.Second)
 }
 
 // jobFunc is the function registration reg of job spec runs on inc.
