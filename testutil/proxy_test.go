@@ -213,13 +213,27 @@ func TestProxy_Close_StopsAcceptingAndIsIdempotent(t *testing.T) {
 }
 
 func TestProxy_TargetDown_ClosesClientConnection(t *testing.T) {
-	port, err := FreePort()
-	require.NoError(t, err)
-	proxy := NewProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	proxy := NewProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(refusingPort(t))))
 
-	_, err = dialLine(t, proxy.Addr).do("PING", 5*time.Second)
+	_, err := dialLine(t, proxy.Addr).do("PING", 5*time.Second)
 	assert.Error(t, err)
 	assert.False(t, isTimeout(err), "an unreachable target must close the client connection: %v", err)
+}
+
+// refusingPort returns a loopback TCP port that refuses connections for
+// the rest of the test: a socket bound to it, not listening, holds it. A
+// port that FreePort found free could be taken meanwhile by a server
+// another test package starts (a redis-server on a free port), and the
+// proxy's dial then connected to it: the test read timed out under load.
+func refusingPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	return sa.(*syscall.SockaddrInet4).Port
 }
 
 // LoseReplyTo: the server runs the marked command, its reply is dropped
