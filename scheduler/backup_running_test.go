@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -52,15 +51,12 @@ func TestScheduler_Backup_SkipsAnOccurrenceThatCameDueDuringARunThatEndsAsItLook
 	synctest.Test(t, func(t *testing.T) {
 		ids := []string{"a", "b"}
 		at := func(s int) time.Time { return time.Date(2000, 1, 1, 0, 0, s, 0, time.UTC) }
-		name, key := "", ""
-		for k := 0; k < 1000 && name == ""; k++ {
-			n := fmt.Sprintf("j%d", k)
-			v := newFleetView("b", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"})
-			if v.role("job:"+n, at(2).UnixMilli()) == roleBackup && v.role("job:"+n, at(3).UnixMilli()) == roleBackup {
-				name, key = n, "job:"+n
-			}
-		}
-		require.NotEmpty(t, name, "a job whose occurrences at 2s and 3s have a as their first choice, b as their backup")
+		// A job whose occurrences at 2s and 3s have a as their first
+		// choice, b as their backup.
+		name := jobNameWhere(t, "b", ids, func(v *fleetView, key string) bool {
+			return v.role(key, at(2).UnixMilli()) == roleBackup && v.role(key, at(3).UnixMilli()) == roleBackup
+		})
+		key := "job:" + name
 
 		store := &endsAfterTheRead{Store: newMemoryStore(t, nil), key: key, end: make(chan struct{})}
 		var mu sync.Mutex

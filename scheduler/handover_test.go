@@ -83,18 +83,11 @@ func handOverScenario(t *testing.T, first, backup string, overlap OverlapPolicy)
 		store := newMemoryStore(t, nil)
 		ids := []string{"a", "c", "gone"}
 		firstOcc := time.Now().Truncate(time.Second).Add(20 * time.Second)
-		name := ""
-		for k := 0; k < 5000 && name == ""; k++ {
-			n := fmt.Sprintf("j%d", k)
-			c := newFleetView("a", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).jobs["job:"+n]
-			h := fnv1a(fnvOffset, "job:"+n)
-			f0, _ := rank(c.seeds, h, firstOcc.UnixMilli())
-			f1, s1 := rank(c.seeds, h, firstOcc.Add(time.Second).UnixMilli())
-			if c.ids[f0] == "a" && c.ids[f1] == first && c.ids[s1] == backup {
-				name = n
-			}
-		}
-		require.NotEmpty(t, name)
+		name := jobNameWhere(t, "a", ids, func(v *fleetView, key string) bool {
+			f0, _ := ranked(v, key, firstOcc.UnixMilli())
+			f1, s1 := ranked(v, key, firstOcc.Add(time.Second).UnixMilli())
+			return f0 == "a" && f1 == first && s1 == backup
+		})
 		second := firstOcc.Add(time.Second)
 
 		ran := newRanBy(t)

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,16 +23,10 @@ func TestScheduler_At_RunsWhenItsFirstChoiceAndBackupAreGone(t *testing.T) {
 		store := newMemoryStore(t, nil)
 		ids := []string{"gone1", "gone2", "live"}
 		at := time.Now().Truncate(time.Second).Add(time.Minute)
-		name := ""
-		for k := 0; k < 5000 && name == ""; k++ {
-			n := fmt.Sprintf("j%d", k)
-			c := newFleetView("live", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"}).jobs["job:"+n]
-			f, b := rank(c.seeds, fnv1a(fnvOffset, "job:"+n), at.UnixMilli())
-			if c.ids[f] != "live" && c.ids[b] != "live" {
-				name = n
-			}
-		}
-		require.NotEmpty(t, name)
+		name := jobNameWhere(t, "live", ids, func(v *fleetView, key string) bool {
+			first, backup := ranked(v, key, at.UnixMilli())
+			return first != "live" && backup != "live"
+		})
 
 		ran := newRanBy(t)
 		var scheds []*Scheduler

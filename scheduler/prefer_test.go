@@ -132,6 +132,30 @@ func TestFleetView_Role_AllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
+// jobNameWhere returns the first job name jK whose key, in the view of the
+// fleet ids from replica self, satisfies want: a test picks a job whose
+// preferred replicas fall as its scenario needs.
+func jobNameWhere(t *testing.T, self string, ids []string, want func(v *fleetView, key string) bool) string {
+	t.Helper()
+	for k := range 5000 {
+		n := fmt.Sprintf("j%d", k)
+		key := "job:" + n
+		if want(newFleetView(self, fleetOf(ids, []string{key}), map[string]string{key: "fp"}), key) {
+			return n
+		}
+	}
+	require.FailNow(t, "no job name among 5000 has the choice the test needs")
+	return ""
+}
+
+// ranked returns the first choice and the backup of key's occurrence ms in
+// view v.
+func ranked(v *fleetView, key string, ms int64) (first, backup string) {
+	c := v.jobs[key]
+	f, b := rank(c.seeds, fnv1a(fnvOffset, key), ms)
+	return c.ids[f], c.ids[b]
+}
+
 // views sets each scheduler's view of the fleet, as if its control plane
 // had read it, and keeps it: their control planes are off.
 func setView(s *Scheduler, ids []string, keys ...string) {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,15 +24,9 @@ func TestScheduler_Trigger_TakenAtOnceByTheReplicaItWaitedFor(t *testing.T) {
 		firstOcc := start.Truncate(time.Hour).Add(time.Hour)
 		// A job whose second hourly occurrence falls to b and whose
 		// triggers fall to a.
-		name := ""
-		for k := 0; k < 1000 && name == ""; k++ {
-			n := fmt.Sprintf("j%d", k)
-			v := newFleetView("b", fleetOf(ids, []string{"job:" + n}), map[string]string{"job:" + n: "fp"})
-			if v.choose("job:"+n, firstOcc.UnixMilli()).role == roleFirst && v.choose("job:"+n, 0).role == roleBackup {
-				name = n
-			}
-		}
-		require.NotEmpty(t, name, "a job whose occurrence and trigger have different first choices")
+		name := jobNameWhere(t, "b", ids, func(v *fleetView, key string) bool {
+			return v.choose(key, firstOcc.UnixMilli()).role == roleFirst && v.choose(key, 0).role == roleBackup
+		})
 
 		var rs runStarts
 		var ended time.Time
