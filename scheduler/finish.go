@@ -45,11 +45,7 @@ func (s *Scheduler) finish(r *run, end *exit) {
 // found waiting (or triggersUnknown, triggersUnread), and signals the run's
 // end (Shutdown waits for it).
 func (s *Scheduler) ended(r *run, triggers int) {
-	in := input{kind: inRunEnded, run: r, n: triggers}
-	if triggers == triggersUnknown {
-		in.live = r.deadline.Load().Add(lease.ExpiryTolerance).Sub(s.storeClock.Now())
-	}
-	r.job.deliver(in)
+	r.job.deliver(input{kind: inRunEnded, run: r, n: triggers})
 	close(r.done)
 }
 

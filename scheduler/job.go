@@ -83,12 +83,11 @@ type jobState struct {
 // input is what can happen to a job.
 type input struct {
 	kind  inputKind
-	f     firing        // inFiring, inCatchUp, inClaimed, inResume
-	lease *lease.Lease  // inClaimed: the lease won
-	err   error         // inClaimed: the store's answer
-	run   *run          // inRunEnded
-	n     int           // inRunEnded: triggers that wait in the store; triggersUnknown or triggersUnread when it did not say
-	live  time.Duration // inRunEnded with triggersUnknown: until the run's lease can no longer be live
+	f     firing       // inFiring, inCatchUp, inClaimed, inResume
+	lease *lease.Lease // inClaimed: the lease won
+	err   error        // inClaimed: the store's answer
+	run   *run         // inRunEnded
+	n     int          // inRunEnded: triggers that wait in the store; triggersUnknown or triggersUnread when it did not say
 	reg   *registration
 }
 
@@ -302,9 +301,14 @@ func (j *job) transition(in input, as *acts) {
 			// failed, or the count did not come): one queued behind the
 			// run's lease is told of to no replica (the release would
 			// have told this one, and the others ask again only if they
-			// heard of it). Ask once the lease can no longer be live.
+			// heard of it). Ask once the lease can no longer be live
+			// (its release failed), or at once (it was released).
+			var d time.Duration
+			if in.n == triggersUnknown {
+				d = r.deadline.Load().Add(lease.ExpiryTolerance).Sub(j.s.storeClock.Now())
+			}
 			st.triggerRetry = true
-			as.add(act{kind: actRetryTrigger, d: in.live})
+			as.add(act{kind: actRetryTrigger, d: d})
 		}
 		if r.reg.catchUp > 0 {
 			if latest, ok := r.reg.plan.prev(j.s.cfg.clock.Now()); ok && latest.After(r.info.Occurrence) {
