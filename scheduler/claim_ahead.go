@@ -90,6 +90,34 @@ func (s *Scheduler) leadOf(p plan) time.Duration {
 	return min(s.cfg.claimLead, p.maxLead()).Truncate(time.Millisecond)
 }
 
+// fireWithinLead fires j, just scheduled here (by Start, or registered
+// after it), for its next occurrence if that is due within the lead: the
+// group's firing for it, the lead before it, has passed, so gocron fires
+// the group first for the occurrence after it (group.scheduledAt), and a
+// group that has other jobs fired for it without j. The firing comes at
+// the occurrence, as it would without a lead. A one-off occurrence needs
+// none: its group is fired at the occurrence when its firing time has
+// passed (atPlan.definition). A firing that reaches a removed or stopping
+// job is dropped, and so is one of an occurrence the job fired already.
+func (s *Scheduler) fireWithinLead(j *job) {
+	reg := j.registered()
+	if reg == nil || oneOff(reg.schedule) {
+		return
+	}
+	lead := s.leadOf(reg.plan)
+	if lead <= 0 {
+		return
+	}
+	now := s.cfg.clock.Now()
+	occ := reg.plan.next(now)
+	if occ.IsZero() || !occ.Before(now.Add(lead)) {
+		return
+	}
+	_, maxSkew := reg.plan.occurrence(occ)
+	f := newFiring(occ, maxSkew, firedBySchedule, nil) // the job's owner gives it its registration
+	s.cfg.clock.AfterFunc(max(occ.Sub(now), time.Millisecond), func() { j.deliver(input{kind: inFiring, f: f}) })
+}
+
 // holdBack returns how long a firing that came lead ahead of its
 // occurrence waits before its claims go: how far this replica's clock runs
 // ahead of the store's, as it published it, up to the lead.

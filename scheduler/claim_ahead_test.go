@@ -335,3 +335,54 @@ func TestScheduler_ClaimAhead_CronStartedInTheSecondOfItsFirstFiring(t *testing.
 		})
 	}
 }
+
+// A job scheduled within the lead before an occurrence still runs it: its
+// firing time (the lead before it) has passed, so gocron fires the job's
+// group first for the occurrence after, and a group that has other jobs
+// already fired for it without this one. Without a lead the job would
+// have been fired at the occurrence; it is, at the occurrence, for an
+// Every and a cron schedule, scheduled by Start or registered after it,
+// alone or beside a job of the same schedule.
+func TestScheduler_ClaimAhead_ScheduledWithinTheLeadRunsTheOccurrence(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sch    Schedule
+		after  bool // registered after Start, else before it
+		beside bool // beside a job of the same schedule registered before Start
+	}{
+		{"every, before Start", Every(30 * time.Second), false, false},
+		{"every, after Start, a group of its own", Every(30 * time.Second), true, false},
+		{"every, after Start, into a group", Every(30 * time.Second), true, true},
+		{"cron, before Start", Cron("* * * * *"), false, false},
+		{"cron, after Start, into a group", Cron("* * * * *"), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := newMemoryStore(t, nil)
+				var calls, other callTimes
+				first := time.Now().Truncate(time.Minute).Add(time.Minute) // an occurrence of both schedules
+				s := newScheduler(t, store, WithClaimLead(100*time.Millisecond))
+				if tc.beside {
+					require.NoError(t, s.Register("other", tc.sch, other.record))
+				}
+				register := func() { require.NoError(t, s.Register("late", tc.sch, calls.record)) }
+				if tc.after {
+					require.NoError(t, s.Start())
+					time.Sleep(time.Until(first) - 42*time.Millisecond) // within the lead
+					register()
+				} else {
+					time.Sleep(time.Until(first) - 42*time.Millisecond)
+					register()
+					require.NoError(t, s.Start())
+				}
+				time.Sleep(time.Until(first.Add(time.Second)))
+				synctest.Wait()
+				shutdown(t, s)
+
+				started, occ := calls.get()
+				require.Equal(t, unixMillis([]time.Time{first}), occ, "the occurrence within the lead ran, once")
+				assert.GreaterOrEqual(t, started[0], first.UnixMilli(), "the job is called at its occurrence, not before it")
+			})
+		})
+	}
+}

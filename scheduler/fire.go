@@ -107,9 +107,14 @@ type group struct {
 }
 
 // scheduledAt records that gocron fires g for the occurrences after now
-// (the local time it was scheduled at).
+// (the local time it was scheduled at): those it fires for lead before
+// them, so the first is the first at or after now + lead. An occurrence
+// within the lead after now is past its firing time: gocron fires the
+// group first for the one after it. (A millisecond less, so that an
+// occurrence at now + lead itself, which gocron fires at once, is the
+// first.)
 func (g *group) scheduledAt(now time.Time) {
-	first := g.plan.next(now.Add(-time.Millisecond))
+	first := g.plan.next(now.Add(g.lead - time.Millisecond))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !first.IsZero() {

@@ -177,6 +177,7 @@ func (s *Scheduler) Register(name string, sch Schedule, fn func(ctx context.Cont
 			s.control.added(j)
 		}
 		j.deliver(input{kind: inCatchUp})
+		s.fireWithinLead(j)
 	}
 	return nil
 }
@@ -254,6 +255,7 @@ func (s *Scheduler) Start() error {
 	}
 	for _, j := range jobs {
 		j.deliver(input{kind: inCatchUp}) // queues at most one claim per job, never waits
+		s.fireWithinLead(j)
 	}
 	return nil
 }
