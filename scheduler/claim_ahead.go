@@ -30,6 +30,9 @@ import (
 //     occurrence, as it would have been without the lead: the run that
 //     holds the lease may end by then. So does a firing that finds the
 //     job's earlier run still going here.
+//   - A job scheduled here (by Start, or registered after it) within the
+//     lead before an occurrence is past that occurrence's firing time: it
+//     is fired for it at the occurrence (fireWithinLead).
 //   - A run claimed ahead has begun: like a run in progress it outlives
 //     Remove and a pause set after its claim, and Shutdown waits for it.
 //     If Shutdown cancels the runs before its occurrence is due, or its
