@@ -143,6 +143,28 @@ func (e *GivenUpError) Error() string {
 // Is reports whether target is ErrGivenUp.
 func (e *GivenUpError) Is(target error) bool { return target == ErrGivenUp }
 
+// PausedError is the error of an acquire refused as paused
+// (WithPauseCheck) that recorded its round as handled: the first refusal
+// of that round. It tells what the ledger of a won acquire would tell
+// (Lease.PrevRound), so that the occurrences strictly between PrevRound
+// and the refused round that came due before PausedAt, which no acquire
+// claimed, can be reported missed; those from PausedAt on were paused.
+// errors.Is(err, ErrPaused) is true for it. A refusal that recorded
+// nothing returns ErrPaused itself.
+type PausedError struct {
+	// PrevRound is the round recorded before this acquire's (0: none).
+	PrevRound int64
+	// PausedAt is when the pause was set, on the store's clock (the zero
+	// time if the pause holds no readable time).
+	PausedAt time.Time
+}
+
+// Error says the key is paused.
+func (e *PausedError) Error() string { return ErrPaused.Error() }
+
+// Is reports whether target is ErrPaused.
+func (e *PausedError) Is(target error) bool { return target == ErrPaused }
+
 // NotDueError is the error a resume (WithResume) returns before the
 // occurrence's backoff has passed. errors.Is(err, ErrNotDue) is true for
 // it.

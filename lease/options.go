@@ -116,6 +116,8 @@ func WithOwner(owner string) AcquireOption {
 // check, and records its round as handled, if it has one, it is newer than
 // the recorded one and within the skew bound of WithRoundTime, so that a
 // paused occurrence is neither reported missed nor caught up later. The
+// acquire that records its round fails with a *PausedError (which is
+// ErrPaused) telling the round recorded before it and the pause's time. The
 // scheduler's acquires use it. A trigger acquire (WithTrigger) with it
 // fails with ErrPaused while the key is paused and keeps its triggers
 // queued.

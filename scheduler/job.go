@@ -188,6 +188,9 @@ func (s *Scheduler) do(j *job, a act) {
 			j.deliver(input{kind: inClaimed, f: a.f, lease: l, err: err})
 		}()
 	case actSkip:
+		if a.reason == SkipPaused {
+			s.reportMissedBeforePause(j, a.f, a.err)
+		}
 		s.skip(j, s.occ(a.f), a.reason, a.err)
 	case actNote:
 		s.debug(j, s.occ(a.f), a.msg)

@@ -267,6 +267,27 @@ func (s *Scheduler) reportMissed(j *job, reg *registration, l *lease.Lease, occ 
 	return n
 }
 
+// reportMissedBeforePause reports the occurrences of j that ran nowhere
+// before firing f's, which the store refused as paused (err): the refusal
+// that recorded f's round as handled tells the round recorded before it
+// and when the pause was set (lease.PausedError), as a won claim's ledger
+// tells the round before it. Those strictly between that round and f's
+// that came due before the pause were claimed by no replica while the job
+// was not paused; those from the pause on were paused, not missed. A
+// refusal that recorded nothing, or a pause of unknown time, reports
+// nothing.
+func (s *Scheduler) reportMissedBeforePause(j *job, f firing, err error) {
+	var pe *lease.PausedError
+	if f.reg == nil || !errors.As(err, &pe) || pe.PrevRound <= 0 || pe.PausedAt.IsZero() {
+		return
+	}
+	end := time.UnixMilli(min(f.ms, pe.PausedAt.UnixMilli()))
+	n, first, last, capped := f.reg.plan.between(time.UnixMilli(pe.PrevRound), end, MaxMissedCount)
+	if n > 0 {
+		s.reportMissedSpan(j, f.reg, s.occ(f), n, first, last, capped)
+	}
+}
+
 // reportMissedSpan reports the n occurrences of j from first to last
 // (capped: at least n) that ran nowhere before occ. It is reportMissed's
 // rare part, a function of its own so that the frame of every run's call

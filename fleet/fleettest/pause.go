@@ -1,6 +1,7 @@
 package fleettest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,41 @@ func testPause(t *testing.T, env Env) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(100), l.PrevRound, "and not reported missed")
 	require.NoError(t, l.Release(ctx))
+}
+
+// testPauseTellsTheRoundBefore: the refused acquire that records its
+// round tells the round recorded before it and when the pause was set, so
+// that the occurrences between them that ran nowhere while the key was not
+// paused are reported missed; no other refusal does.
+func testPauseTellsTheRoundBefore(t *testing.T, env Env) {
+	ctx := t.Context()
+	const key = "job:paused-after-a-gap"
+	l, err := env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRound(100))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, env.Store.SetPause(ctx, key, fleet.Pause{By: "ops"}))
+	p, _, err := env.Store.PauseOf(ctx, key)
+	require.NoError(t, err)
+
+	_, err = env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRound(300))
+	require.ErrorIs(t, err, lease.ErrPaused)
+	assert.Equal(t, "paused", lease.Class(err))
+	var pe *lease.PausedError
+	require.ErrorAs(t, err, &pe, "the refusal that recorded round 300")
+	assert.Equal(t, int64(100), pe.PrevRound)
+	assert.Equal(t, p.At.UnixMilli(), pe.PausedAt.UnixMilli(), "the pause's time, as PauseOf reads it")
+
+	for _, round := range []int64{300, 200} {
+		_, err = env.Store.Acquire(ctx, key, ttl, lease.WithPauseCheck(), lease.WithRound(round))
+		require.ErrorIs(t, err, lease.ErrPaused)
+		assert.False(t, errors.As(err, &pe), "round %d recorded nothing: no round before it to tell", round)
+	}
+
+	const fresh = "job:paused-first"
+	require.NoError(t, env.Store.SetPause(ctx, fresh, fleet.Pause{By: "ops"}))
+	_, err = env.Store.Acquire(ctx, fresh, ttl, lease.WithPauseCheck(), lease.WithRound(100))
+	require.ErrorAs(t, err, &pe)
+	assert.Zero(t, pe.PrevRound, "no round before the first")
 }
 
 func testPauseOnlyWithCheck(t *testing.T, env Env) {

@@ -28,6 +28,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		fn   func(t *testing.T, env Env)
 	}{
 		{"Pause/RefusesAndRecordsTheRound", testPause},
+		{"Pause/TellsTheRoundBefore", testPauseTellsTheRoundBefore},
 		{"Pause/OnlyWithPauseCheck", testPauseOnlyWithCheck},
 		{"Pause/Validation", testPauseValidation},
 		{"Pause/FastClockRecordsNothing", testPauseFastClock},

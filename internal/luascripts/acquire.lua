@@ -42,9 +42,13 @@
 --   {-3}                                   round not newer than the recorded one
 --                                          (whether or not the key is held)
 --   {-4}                                   round more than max skew ahead of server time
---   {-6}                                   the key is paused (and KEYS[5] is given); a
+--   {-6, prevRound, pausedAtMs}            the key is paused (and KEYS[5] is given); a
 --                                          round newer than the recorded one, and
---                                          within the skew bound, is recorded
+--                                          within the skew bound, is recorded, and
+--                                          the answer tells the round recorded before
+--                                          it (0: none) and the pause's time (0:
+--                                          unreadable)
+--   {-6}                                   the key is paused; nothing was recorded
 --   {-9}                                   unreadable record, round or fence counter
 --
 -- Order of checks: a pause first (every replica reports a paused
@@ -109,7 +113,14 @@ if v[4] and ARGV[9] ~= '0' then
   -- record a future round while the key is paused.
   local skew = ARGV[7] + 0
   if round > 0 and (skew == 0 or round <= now + skew) then
-    if not last or (tonumber(last) or 0) < round then redis.call('SET', KEYS[4], ARGV[6]) end
+    local before = last and tonumber(last) or 0
+    if before < round then
+      -- The refusal that records the round tells the one before it and
+      -- the pause's time ("<atMs>\n...", pause_set.lua), as a win's ledger
+      -- would: what ran nowhere before the pause is reported missed.
+      redis.call('SET', KEYS[4], ARGV[6])
+      return {-6, before, tonumber(string.match(v[4], '^%d+')) or 0}
+    end
   end
   return {-6}
 end

@@ -66,10 +66,13 @@ for i = 0, n - 1 do
   local res
   if paused and argHonour ~= '0' then
     local skew = argSkew + 0
-    if round > 0 and (skew == 0 or round <= now + skew) then
-      if not last or (tonumber(last) or 0) < round then redis.call('SET', KEYS[b + 4], argRound) end
+    local before = last and tonumber(last) or 0
+    if round > 0 and (skew == 0 or round <= now + skew) and before < round then
+      redis.call('SET', KEYS[b + 4], argRound)
+      res = {-6, before, tonumber(string.match(paused, '^%d+')) or 0}
+    else
+      res = {-6}
     end
-    res = {-6}
   end
   local prev = 0
   if not res and last then

@@ -166,12 +166,16 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration, opts
 		return s.acquireTrigger(key, ks, ttl, o.Owner, o.PauseCheck, now, sent)
 	}
 	if o.PauseCheck {
-		if _, paused := s.pauses[key]; paused {
+		if p, paused := s.pauses[key]; paused {
 			if o.Resume > 0 {
 				return nil, opError(op, lease.ErrPaused)
 			}
-			if o.MaxSkew == 0 || o.Round <= now.Add(o.MaxSkew).UnixMilli() {
-				ks.round = max(ks.round, o.Round) // handled, unless the clock runs too fast
+			if o.Round > ks.round && (o.MaxSkew == 0 || o.Round <= now.Add(o.MaxSkew).UnixMilli()) {
+				// Handled, unless the clock runs too fast; the refusal
+				// that records the round tells the one before it.
+				prev := ks.round
+				ks.round = o.Round
+				return nil, opError(op, &lease.PausedError{PrevRound: prev, PausedAt: p.At})
 			}
 			return nil, opError(op, lease.ErrPaused)
 		}

@@ -73,6 +73,12 @@ func acquireCases() []acquireCase {
 		}, opts: func(now time.Time) []lease.AcquireOption {
 			return []lease.AcquireOption{lease.WithRoundTime(now, time.Second), lease.WithPauseCheck()}
 		}},
+		{name: "round and pause check, paused after an earlier round", setup: func(t *testing.T, st *Store, key string) {
+			set(t, st, key, func(ks keyset) string { return ks.round }, "1000")
+			set(t, st, key, func(ks keyset) string { return ks.pause(st.prefix) }, "1700000000000\nops\n")
+		}, opts: func(now time.Time) []lease.AcquireOption {
+			return []lease.AcquireOption{lease.WithRoundTime(now, time.Second), lease.WithPauseCheck()}
+		}},
 		{name: "attempts, free", opts: func(now time.Time) []lease.AcquireOption {
 			return []lease.AcquireOption{lease.WithRoundTime(now, time.Second), lease.WithPauseCheck(), lease.WithAttempts(attempts(now))}
 		}},
@@ -168,6 +174,10 @@ func testBatchAgainstAcquire(t *testing.T, srv server, cases []acquireCase) {
 				assert.Equal(t, errors.Is(err, target), errors.Is(berr, target), "Acquire: %v; AcquireBatch: %v", err, berr)
 			}
 			require.Equal(t, err == nil, berr == nil, "Acquire: %v; AcquireBatch: %v", err, berr)
+			var pe, bpe *lease.PausedError
+			if assert.Equal(t, errors.As(err, &pe), errors.As(berr, &bpe), "Acquire: %v; AcquireBatch: %v", err, berr) && pe != nil {
+				assert.Equal(t, *pe, *bpe, "the round before and the pause's time")
+			}
 			if err == nil {
 				assert.Equal(t, l.Round, bl.Round)
 				assert.Equal(t, l.PrevRound, bl.PrevRound)

@@ -242,6 +242,8 @@ func (s *Store) acquireAnswerMessage(ctx context.Context, a acquireCall, sent ti
 		return nil, opErr(op, keyName(ks), fmt.Errorf("%w: round %d is more than %s ahead of server time", lease.ErrClockSkew, o.Round, o.MaxSkew))
 	case r.is(codePaused):
 		return nil, opErr(op, keyName(ks), lease.ErrPaused)
+	case r.n == 3 && r.v[0] == codePaused:
+		return nil, opErr(op, keyName(ks), pausedError(r.v[1], r.v[2]))
 	case r.is(codeUnreadable):
 		return nil, internalErr(op, keyName(ks), errUnreadable)
 	default:
@@ -348,6 +350,17 @@ func (s *Store) rollback(ctx context.Context, ks keyset, index, id string, round
 	default:
 		s.log.Debug("acquire whose outcome was unknown did not take effect", attrs...)
 	}
+}
+
+// pausedError is the error of an acquire refused as paused that recorded
+// its round: prev, the round recorded before it, and atMs, the pause's
+// time (0 or less: unknown).
+func pausedError(prev, atMs int64) *lease.PausedError {
+	e := &lease.PausedError{PrevRound: max(prev, 0)}
+	if atMs > 0 {
+		e.PausedAt = time.UnixMilli(atMs)
+	}
+	return e
 }
 
 // reply is a script reply of at most eight integers: a single integer has
