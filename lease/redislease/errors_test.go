@@ -274,3 +274,21 @@ func TestError_Option(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrInvalidArgument)
 	assert.True(t, strings.HasPrefix(err.Error(), "redislease: WithPrefix: "), err.Error())
 }
+
+// The answer of a paused refusal that recorded its round is read as it
+// comes: a negative round or time (no script of the store writes one)
+// reads as none, never as a time before 1970.
+func TestPausedError_FromTheScriptsAnswer(t *testing.T) {
+	e := pausedError(100, 1_700_000_000_000)
+	assert.Equal(t, int64(100), e.PrevRound)
+	assert.Equal(t, int64(1_700_000_000_000), e.PausedAt.UnixMilli())
+	assert.ErrorIs(t, e, lease.ErrPaused)
+	assert.Equal(t, "paused", lease.Class(e))
+
+	e = pausedError(-5, -1)
+	assert.Zero(t, e.PrevRound)
+	assert.True(t, e.PausedAt.IsZero(), "an unreadable pause time is unknown")
+	e = pausedError(0, 0)
+	assert.Zero(t, e.PrevRound)
+	assert.True(t, e.PausedAt.IsZero())
+}
