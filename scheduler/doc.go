@@ -159,7 +159,11 @@
 // winner reports them: EventMissed with the range, and Stats.Missed, per
 // job; and a warning per firing group and second, naming how many jobs
 // and occurrences (and the job, when it is one; a sample of names at
-// debug), so that an outage seen by thousands of jobs logs one line. With WithCatchUp a job also catches up the latest
+// debug), so that an outage seen by thousands of jobs logs one line. An
+// occurrence refused as paused is recorded as handled, and the replica
+// whose refusal recorded it reports those between it and the occurrence
+// claimed before that came due before the pause was set
+// (lease.PausedError); those after were paused, not missed. With WithCatchUp a job also catches up the latest
 // occurrence that ran nowhere, once, late, if it is within the window: at
 // Start and after a run that outlived later occurrences.
 //
