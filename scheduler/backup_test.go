@@ -311,3 +311,32 @@ func TestChoice_BackupWait_AddsHowFarTheBackupIsAhead(t *testing.T) {
 	assert.Equal(t, BackupGrace+MaxOccurrenceSkew, choice{role: roleBackup, c: c, first: 0}.backupWait())
 	assert.Equal(t, BackupGrace, choice{}.backupWait(), "no view: the grace")
 }
+
+// When a backup claim is looked at: from the occurrence for a scheduled
+// firing that came within a grace of it (or ahead of it), with the
+// clocks' difference; the grace from now for one that waited here (a
+// buffered occurrence whose wait ended with the run here) or for a
+// trigger, unless the first choice's firing by its own clock is later.
+func TestBackupDue_FromTheOccurrenceOrFromNow(t *testing.T) {
+	occ := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	c := &candidates{ids: []string{"first", "backup"}, offsets: []time.Duration{0, 2330 * time.Millisecond}, self: 1}
+	ahead := choice{role: roleBackup, c: c, first: 0} // this backup's clock runs 2.33s ahead
+	level := choice{role: roleBackup}                 // no view: the grace alone
+	for _, tc := range []struct {
+		name      string
+		now       time.Time
+		scheduled bool
+		ch        choice
+		want      time.Time
+	}{
+		{"on time", occ.Add(50 * time.Millisecond), true, level, occ.Add(BackupGrace)},
+		{"on time, ahead", occ.Add(50 * time.Millisecond), true, ahead, occ.Add(BackupGrace + 2330*time.Millisecond)},
+		{"ahead of the occurrence", occ.Add(-200 * time.Millisecond), true, level, occ.Add(BackupGrace)},
+		{"late by load, ahead: the first choice fires later still", occ.Add(300 * time.Millisecond), true, ahead, occ.Add(BackupGrace + 2330*time.Millisecond)},
+		{"late by load", occ.Add(300 * time.Millisecond), true, level, occ.Add(300*time.Millisecond + BackupGrace)},
+		{"waited here for a run, ahead", occ.Add(8 * time.Second), true, ahead, occ.Add(8*time.Second + BackupGrace)},
+		{"a trigger, ahead", occ.Add(50 * time.Millisecond), false, ahead, occ.Add(50*time.Millisecond + BackupGrace)},
+	} {
+		assert.Equal(t, tc.want, backupDue(tc.now, occ, tc.scheduled, tc.ch), tc.name)
+	}
+}
