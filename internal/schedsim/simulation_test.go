@@ -128,7 +128,7 @@ var foundSeeds = []int64{114, 125, 165, 168, 172, 181, 193, 334, 651, 2059, 2499
 // foundLightSeeds are the seeds of the lighter fleet, beyond those the
 // suite runs (-sim.seeds from -sim.first), in which the simulator found a
 // defect: the suite runs each of them too. Add each new one.
-var foundLightSeeds = []int64{51460, 53686, 54722, 54886, 60034, 63653, 65878, 67606, 67772, 72876, 80319}
+var foundLightSeeds = []int64{51460, 53686, 54722, 54886, 60034, 63653, 65878, 67606, 67772, 72876, 80319, 83498}
 
 // simulate runs one seed in its own bubble, with the full fleet when full
 // is set, and checks it.
