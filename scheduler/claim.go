@@ -386,14 +386,7 @@ func (s *Scheduler) skip(j *job, occ time.Time, reason SkipReason, err error) {
 // it, puts an occurrence with attempts in the fleet's index, and reports
 // the skip, if any.
 func (s *Scheduler) giveBack(j *job, f firing, l *lease.Lease, reason SkipReason) {
-	// What the win told is reported as a run reports it (execute): the
-	// store recorded this round over the one before, so no later claim's
-	// ledger can tell the occurrences between them, nor the open
-	// occurrence this claim superseded.
-	if l.Round > 0 {
-		s.reportMissed(j, f.reg, l, time.UnixMilli(l.Round).In(s.cfg.location))
-	}
-	s.reportSuperseded(j, l)
+	s.reportWin(j, f.reg, l, time.UnixMilli(l.Round).In(s.cfg.location)) // as a run reports it
 	ctx, cancel := context.WithTimeout(context.Background(), min(f.reg.ttl, MaxCleanup))
 	defer cancel()
 	err := l.Release(ctx)

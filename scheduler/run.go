@@ -173,8 +173,7 @@ func (s *Scheduler) newRun(j *job, f firing, l *lease.Lease) *run {
 // goroutine starts with a small stack, which grew (a copy of every frame)
 // each time the steps' frames were stacked in one.
 func (s *Scheduler) execute(r *run) {
-	r.missed = s.reportMissed(r.job, r.reg, r.lease, r.info.Occurrence)
-	s.reportSuperseded(r.job, r.lease)
+	r.missed = s.reportWin(r.job, r.reg, r.lease, r.info.Occurrence)
 	end := exit{how: exitGoexit} // until the job returns or panics
 	defer s.finish(r, &end)
 	ctx := s.prepare(r, &end)
@@ -244,6 +243,17 @@ func (s *Scheduler) begin(r *run) {
 		r.log.LogAttrs(context.Background(), slog.LevelInfo, "job started",
 			logattr.Duration("lateness", ev.Lateness), slog.Bool("catch_up", r.info.CatchUp), slog.Int("attempt", r.info.Attempt))
 	}
+}
+
+// reportWin reports what the store told claim l when it won occurrence
+// occ, whether or not it runs (execute, giveBack): the occurrences that
+// ran nowhere before it, and the open occurrence it superseded. The store
+// recorded l's round over both, so no later claim can tell them. It
+// returns how many occurrences it reported missed.
+func (s *Scheduler) reportWin(j *job, reg *registration, l *lease.Lease, occ time.Time) int {
+	n := s.reportMissed(j, reg, l, occ)
+	s.reportSuperseded(j, l)
+	return n
 }
 
 // reportMissed reports the occurrences of j that ran nowhere, as the
